@@ -1,0 +1,34 @@
+// build.h - `kpack build`: the whole pipeline, pass by pass.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "toolchain.h"
+
+namespace kpack {
+
+struct BuildOptions {
+  std::string package_path;   // the package file
+  std::string header_out;     // generated C header
+  std::string launcher_out;   // generated launcher C source
+  std::string asm_out;        // generated .S embedding the fatbins
+  std::string work_dir;       // translation units, cubins, fatbins
+  std::string cache_dir;      // unit cache; default <work_dir>/cache
+  std::string depfile_out;    // optional Make depfile for Ninja
+  std::string root = ".";     // project root, for the header banner
+  std::string cuda_root = "/usr/local/cuda";
+  std::string archs;          // "sm_80,sm_90" overrides the manifests
+  std::string compress_mode;  // fatbinary --compress-mode, "" for default
+  int jobs = 0;               // 0: one per core
+  bool header_only = false;   // `kpack header`: load, expand, generate
+  bool perf = false;          // print per-pass times
+  bool verbose = false;       // print unit counts
+};
+
+// Runs the pipeline.  Errors go to `err` as `file:line:col: error: ...`
+// lines; outputs are written (atomically) only when every pass succeeded.
+// Returns the process exit code: 0, or 1 on errors.
+int RunBuild(const BuildOptions& options, ToolRunner& runner, std::ostream& err);
+
+}  // namespace kpack

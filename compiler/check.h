@@ -1,0 +1,36 @@
+// check.h - the check pass: every cubin holds the expected kernel, for the
+// expected arch, with exactly the parameter layout the launcher will pass.
+//
+// The launcher hands cuLaunchKernel one pointer per parameter and the driver
+// copies each to the offset the cubin's .nv.info EIATTR_KPARAM_INFO gives.
+// If the kernel's real signature differs from the manifest (a template
+// taking int where the manifest says i64), the launch would silently pass
+// garbage; the check turns that into a build error at the manifest line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compile.h"
+#include "diagnostics.h"
+#include "plan.h"
+
+namespace kpack {
+
+// What the check learned about one unit's kernel, for the inventory.
+struct UnitFacts {
+  uint32_t registers = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t local_bytes = 0;
+  uint32_t max_threads = 0;
+  bool has_debug_info = false;
+};
+
+// The C ABI layout of the manifest's parameters: {offset, size} each.
+std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s);
+
+// Checks every cubin unit (PTX units are skipped).  Returns false on errors.
+bool CheckUnits(const Plan& plan, const std::vector<CompiledUnit>& compiled, std::vector<UnitFacts>& facts,
+                Diagnostics& diag);
+
+}  // namespace kpack

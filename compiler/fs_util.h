@@ -1,0 +1,38 @@
+// fs_util.h - file I/O that never leaves a torn file behind, and hashing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kpack {
+
+// Reads a whole file; nullopt when it cannot be opened or read.
+std::optional<std::string> ReadFile(const std::string& path);
+
+// Writes `content` to a temporary file beside `path`, flushes it, and
+// renames it over `path`, so readers see the old file or the new one, never
+// a partial one.  Creates missing parent directories.  Returns an empty
+// string on success, else a one-line reason.
+std::string WriteFileAtomic(const std::string& path, std::string_view content);
+
+// BLAKE3 of `data`, as 64 lowercase hex digits.
+std::string HashHex(std::string_view data);
+
+// Incremental hashing of several fields: each field is length-prefixed, so
+// ("ab","c") and ("a","bc") hash differently.
+class Hasher {
+ public:
+  Hasher();
+  ~Hasher();
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  Hasher& Add(std::string_view field);
+  std::string HexDigest();
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace kpack

@@ -1,0 +1,136 @@
+// kpack - an ahead-of-time GPU kernel packager.  main() only parses the
+// command line and dispatches to a subcommand; the work is in build.cc.
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "build.h"
+#include "toolchain.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+int Usage(std::ostream& out, int code);
+
+// Parses `--name value` / `--name=value` options of build and header.
+bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o, std::string& error) {
+  struct Flag {
+    const char* name;
+    std::string* value;
+  };
+  std::string jobs;
+  std::vector<Flag> flags = {
+      {"--header", &o.header_out},     {"--launcher", &o.launcher_out}, {"--asm", &o.asm_out},
+      {"--work-dir", &o.work_dir},     {"--cache-dir", &o.cache_dir},   {"--depfile", &o.depfile_out},
+      {"--root", &o.root},             {"--cuda-root", &o.cuda_root},   {"--archs", &o.archs},
+      {"--compress-mode", &o.compress_mode}, {"-j", &jobs}};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--perf") { o.perf = true; continue; }
+    if (a == "-v" || a == "--verbose") { o.verbose = true; continue; }
+    bool matched = false;
+    for (Flag& f : flags) {
+      std::string name = f.name;
+      if (a == name) {
+        if (i + 1 >= args.size()) { error = name + " needs a value"; return false; }
+        *f.value = args[++i];
+        matched = true;
+      } else if (a.rfind(name + "=", 0) == 0) {
+        *f.value = a.substr(name.size() + 1);
+        matched = true;
+      }
+      if (matched) break;
+    }
+    if (matched) continue;
+    if (!a.empty() && a[0] == '-') { error = "unknown option " + a; return false; }
+    if (!o.package_path.empty()) { error = "more than one package file given"; return false; }
+    o.package_path = a;
+  }
+  if (!jobs.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(jobs.c_str(), &end, 10);
+    if (*end != '\0' || n < 0 || n > 4096) { error = "-j takes a number of jobs"; return false; }
+    o.jobs = static_cast<int>(n);
+  }
+  if (o.package_path.empty()) { error = "no package file given"; return false; }
+  if (o.header_out.empty()) { error = "--header is required"; return false; }
+  if (!o.header_only && (o.launcher_out.empty() || o.asm_out.empty() || o.work_dir.empty())) {
+    error = "--launcher, --asm and --work-dir are required";
+    return false;
+  }
+  const std::vector<std::string> modes = {"", "none", "speed", "balance", "size", "default"};
+  if (std::find(modes.begin(), modes.end(), o.compress_mode) == modes.end()) {
+    error = "--compress-mode takes none, speed, balance, size or default";
+    return false;
+  }
+  return true;
+}
+
+int RunBuildCommand(const std::vector<std::string>& args, bool header_only) {
+  kpack::BuildOptions o;
+  o.header_only = header_only;
+  std::string error;
+  if (!ParseBuildArgs(args, o, error)) {
+    std::cerr << "kpack: error: " << error << "\n";
+    return 2;
+  }
+  kpack::ProcessRunner runner;
+  return kpack::RunBuild(o, runner, std::cerr);
+}
+
+int Build(const std::vector<std::string>& args) { return RunBuildCommand(args, false); }
+int Header(const std::vector<std::string>& args) { return RunBuildCommand(args, true); }
+int Version(const std::vector<std::string>&) {
+  std::cout << "kpack " << kVersion << "\n";
+  return 0;
+}
+int Help(const std::vector<std::string>&) { return Usage(std::cout, 0); }
+
+struct Subcommand {
+  const char* name;
+  int (*run)(const std::vector<std::string>&);
+  const char* help;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"build", Build, "compile a package into header, launchers and embedded fatbins"},
+    {"header", Header, "generate only the C header (no CUDA toolkit needed)"},
+    {"version", Version, "print the version"},
+    {"help", Help, "print this help"},
+};
+
+int Usage(std::ostream& out, int code) {
+  out << "usage: kpack <command> [options]\n\ncommands:\n";
+  for (const Subcommand& c : kSubcommands) out << "  " << c.name << std::string(10 - std::strlen(c.name), ' ') << c.help << "\n";
+  out << "\nbuild options:\n"
+         "  PACKAGE.yaml            the package file\n"
+         "  --header FILE           the generated C header\n"
+         "  --launcher FILE         the generated launcher source (build)\n"
+         "  --asm FILE              the generated .S embedding the fatbins (build)\n"
+         "  --work-dir DIR          translation units, cubins and fatbins (build)\n"
+         "  --cache-dir DIR         unit cache, shareable (default WORK/cache)\n"
+         "  --depfile FILE          write a Make depfile for Ninja\n"
+         "  --root DIR              project root, for the header banner\n"
+         "  --cuda-root DIR         CUDA Toolkit (default /usr/local/cuda)\n"
+         "  --archs LIST            override archs, e.g. sm_80,sm_90\n"
+         "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
+         "  -j N                    parallel nvcc jobs (default: cores)\n"
+         "  --perf                  print the time of each pass\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Usage(std::cerr, 2);
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Subcommand& c : kSubcommands)
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(args);
+  if (std::strcmp(argv[1], "--version") == 0) return Version(args);
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) return Help(args);
+  std::cerr << "kpack: error: unknown command '" << argv[1] << "'\n";
+  return Usage(std::cerr, 2);
+}

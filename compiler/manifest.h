@@ -1,0 +1,32 @@
+// manifest.h - the load pass: YAML package file and kernel manifests in,
+// a validated Package out.
+//
+// Every rejection names the offending node's position.  Unknown keys,
+// duplicate keys, wrong types, empty value lists, duplicate kernels, unknown
+// archs, missing sources and names that are not C identifiers are all
+// errors: a manifest either means exactly one thing or is refused.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "diagnostics.h"
+#include "model.h"
+
+namespace kpack {
+
+struct LoadOptions {
+  // Overrides every kernel's archs (the build's -Darchs); empty: manifests'.
+  std::vector<Arch> archs_override;
+};
+
+// Loads the package file at `path` and every kernel manifest it lists.
+// Returns nullopt when `diag` has errors.
+std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& options,
+                                   Diagnostics& diag);
+
+// True for [A-Za-z_][A-Za-z0-9_]* that is not a C or C++ keyword and not a
+// reserved name (leading "__" or "_" + uppercase).
+bool IsCIdentifier(const std::string& s);
+
+}  // namespace kpack

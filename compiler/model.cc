@@ -1,0 +1,79 @@
+#include "model.h"
+
+#include <array>
+#include <string_view>
+
+namespace kpack {
+namespace {
+
+struct KnownArch {
+  std::string_view name;
+  Arch arch;
+};
+
+// What `nvcc --list-gpu-code` of CUDA 13.0 accepts (sm_75 is the oldest).
+constexpr std::array<KnownArch, 16> kKnownArchs = {{
+    {"sm_75", {75, Arch::Variant::kPlain}},
+    {"sm_80", {80, Arch::Variant::kPlain}},
+    {"sm_86", {86, Arch::Variant::kPlain}},
+    {"sm_87", {87, Arch::Variant::kPlain}},
+    {"sm_89", {89, Arch::Variant::kPlain}},
+    {"sm_90", {90, Arch::Variant::kPlain}},
+    {"sm_90a", {90, Arch::Variant::kSpecific}},
+    {"sm_100", {100, Arch::Variant::kPlain}},
+    {"sm_100a", {100, Arch::Variant::kSpecific}},
+    {"sm_100f", {100, Arch::Variant::kFamily}},
+    {"sm_103", {103, Arch::Variant::kPlain}},
+    {"sm_103a", {103, Arch::Variant::kSpecific}},
+    {"sm_110", {110, Arch::Variant::kPlain}},
+    {"sm_120", {120, Arch::Variant::kPlain}},
+    {"sm_120a", {120, Arch::Variant::kSpecific}},
+    {"sm_121", {121, Arch::Variant::kPlain}},
+}};
+
+}  // namespace
+
+std::string Arch::Name() const { return "sm_" + SmValue(); }
+
+std::string Arch::SmValue() const {
+  std::string s = std::to_string(number);
+  if (variant == Variant::kSpecific) s += "a";
+  if (variant == Variant::kFamily) s += "f";
+  return s;
+}
+
+uint32_t Arch::RuntimeCode() const {
+  uint32_t code = static_cast<uint32_t>(number);
+  if (variant == Variant::kSpecific) code |= 0x10000;  // KPACK_ARCH_SPECIFIC
+  if (variant == Variant::kFamily) code |= 0x20000;    // KPACK_ARCH_FAMILY
+  return code;
+}
+
+std::optional<Arch> ParseArch(const std::string& name) {
+  for (const KnownArch& known : kKnownArchs)
+    if (known.name == name) return known.arch;
+  return std::nullopt;
+}
+
+std::string SupportedArchList() {
+  std::string out;
+  for (const KnownArch& known : kKnownArchs) {
+    if (!out.empty()) out += ", ";
+    out += known.name;
+  }
+  return out;
+}
+
+const Constexpr* Kernel::FindConstexpr(const std::string& n) const {
+  for (const Constexpr& c : constexprs)
+    if (c.name == n) return &c;
+  return nullptr;
+}
+
+const Param* Kernel::FindParam(const std::string& n) const {
+  for (const Param& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+}  // namespace kpack

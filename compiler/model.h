@@ -1,0 +1,118 @@
+// model.h - what the manifests say, after the load pass validated them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnostics.h"
+#include "expr.h"
+#include "types.h"
+
+namespace kpack {
+
+// A target architecture: sm_90 is {90, kPlain}, sm_90a {90, kSpecific}.
+struct Arch {
+  enum class Variant { kPlain, kSpecific, kFamily };
+  int number = 0;
+  Variant variant = Variant::kPlain;
+
+  std::string Name() const;       // "sm_90a"
+  std::string SmValue() const;    // "90a", as fatbinary's sm= wants it
+  uint32_t RuntimeCode() const;   // kpack_internal.h arch code
+  auto operator<=>(const Arch&) const = default;
+};
+
+// Parses "sm_90a"; nullopt for archs CUDA 13 does not support.
+std::optional<Arch> ParseArch(const std::string& name);
+// The accepted arch names, comma-separated, for messages.
+std::string SupportedArchList();
+
+enum class ConstexprKind { kInt, kBool, kDtype };
+
+// One value of a constexpr: an integer (int, and bool as 0/1) or a dtype.
+struct ConstexprValue {
+  int64_t integer = 0;
+  Scalar dtype = Scalar::kF32;
+  SourceLoc loc;
+};
+
+struct Constexpr {
+  std::string name;
+  ConstexprKind kind = ConstexprKind::kInt;
+  std::vector<ConstexprValue> values;
+  std::string tag;  // name part prefix: "b" in "b256"
+  SourceLoc loc;
+};
+
+// The type of a runtime parameter: a scalar, or a pointer to a scalar or
+// to the dtype named by a constexpr.
+struct ParamType {
+  bool is_pointer = false;
+  bool is_const = false;
+  std::string dtype_constexpr;  // non-empty: T* where T is a dtype constexpr
+  Scalar scalar = Scalar::kI64; // otherwise the element or value type
+};
+
+struct Param {
+  std::string name;
+  ParamType type;
+  std::string type_text;  // as written, for messages
+  SourceLoc loc;
+};
+
+// A partial assignment of constexpr values; a combination matching every
+// entry is excluded.
+struct Exclusion {
+  std::vector<std::pair<size_t, ConstexprValue>> matches;  // constexpr index
+  SourceLoc loc;
+};
+
+struct Launch {
+  std::vector<Expr> grid;   // 1..3
+  std::vector<Expr> block;  // 1..3
+  Expr shared_mem;
+  std::optional<Expr> launch_bounds;
+  SourceLoc loc;
+};
+
+enum class Language { kCuda, kTriton };
+
+struct Kernel {
+  std::string name;
+  Language language = Language::kCuda;
+  std::string manifest_path;  // as given (relative), for messages
+  std::string source_path;    // resolved, relative to the working directory
+  std::string source_text;    // as written in the manifest, for messages
+  std::string entry;
+  std::string doc;
+  std::vector<Constexpr> constexprs;
+  std::vector<Param> params;
+  std::vector<Exclusion> exclusions;
+  Launch launch;
+  std::vector<Arch> archs;
+  bool ptx = false;
+  std::vector<std::string> nvcc_flags;  // package flags, then kernel flags
+  SourceLoc loc;           // the `kernel:` value
+  SourceLoc source_loc;    // the `source:` value
+  SourceLoc params_loc;    // the `params:` key, for layout mismatches
+
+  const Constexpr* FindConstexpr(const std::string& name) const;
+  const Param* FindParam(const std::string& name) const;
+};
+
+struct Package {
+  std::string name;
+  std::string prefix;
+  std::string manifest_path;
+  std::vector<Arch> archs;
+  bool ptx = false;
+  std::vector<std::string> nvcc_flags;
+  uint64_t max_specializations = 4096;
+  std::vector<Kernel> kernels;
+  SourceLoc loc;
+};
+
+}  // namespace kpack

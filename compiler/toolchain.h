@@ -1,0 +1,50 @@
+// toolchain.h - running external tools (nvcc, fatbinary) without a shell.
+//
+// Every tool is started with an argv vector through posix_spawn: no shell
+// ever parses a manifest-provided string, so names and flags with spaces,
+// quotes or `;` are passed through verbatim.  The ToolRunner interface is
+// the seam tests use to fake the toolkit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kpack {
+
+struct ToolResult {
+  int exit_code = -1;         // the tool's exit status; -1 when not run
+  std::string output;         // stdout and stderr, interleaved
+  std::string spawn_error;    // non-empty when the tool could not be started
+  bool ok() const { return spawn_error.empty() && exit_code == 0; }
+};
+
+class ToolRunner {
+ public:
+  virtual ~ToolRunner() = default;
+  // Runs argv[0] (a path, or a name looked up in PATH) with argv.
+  // Thread-safe: the compile pass calls it from several threads.
+  virtual ToolResult Run(const std::vector<std::string>& argv) = 0;
+};
+
+// The real thing: posix_spawnp with stdout and stderr captured.
+class ProcessRunner : public ToolRunner {
+ public:
+  ToolResult Run(const std::vector<std::string>& argv) override;
+};
+
+// Where the CUDA tools are and which toolkit they belong to.
+struct Toolchain {
+  std::string nvcc = "/usr/local/cuda/bin/nvcc";
+  std::string fatbinary = "/usr/local/cuda/bin/fatbinary";
+  std::string version;  // `nvcc --version` output: part of every cache key
+};
+
+// Fills toolchain.version by running `nvcc --version`.  Returns an empty
+// string on success, else a message that says how to fix it.
+std::string ProbeToolchain(ToolRunner& runner, Toolchain& toolchain);
+
+// One line for messages: the argv joined with spaces, each argument with
+// spaces or quotes single-quoted (for people to read, never to execute).
+std::string FormatCommand(const std::vector<std::string>& argv);
+
+}  // namespace kpack

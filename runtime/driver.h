@@ -1,0 +1,102 @@
+/*
+ * driver.h - the runtime's private view of the CUDA driver: a table of entry
+ * points resolved from a dlopen()ed libcuda.so.1.  Not installed.
+ *
+ * cuda.h is included for its types only; nothing links against libcuda, so
+ * that programs using libkernels.a link with -ldl -lpthread alone and start
+ * (and report KPACK_ERROR_DRIVER_NOT_FOUND) on machines without a GPU.
+ */
+#ifndef KPACK_RUNTIME_DRIVER_H
+#define KPACK_RUNTIME_DRIVER_H
+
+#include "kpack.h"
+
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+/* Types of the entry points kpack calls, spelled out so that driver.c can
+   check each against its prototype in cuda.h at compile time. */
+typedef CUresult (*kpack_pfn_init)(unsigned int flags);
+typedef CUresult (*kpack_pfn_get_error_name)(CUresult error, const char **name);
+typedef CUresult (*kpack_pfn_ctx_get_device)(CUdevice *device);
+typedef CUresult (*kpack_pfn_device_get_attribute)(int *value, CUdevice_attribute attribute,
+                                                   CUdevice device);
+typedef CUresult (*kpack_pfn_mem_get_info)(size_t *free_bytes, size_t *total_bytes);
+typedef CUresult (*kpack_pfn_library_load_data)(CUlibrary *library, const void *code,
+                                                CUjit_option *jit_options, void **jit_values,
+                                                unsigned int num_jit_options,
+                                                CUlibraryOption *library_options,
+                                                void **library_values,
+                                                unsigned int num_library_options);
+typedef CUresult (*kpack_pfn_library_get_kernel)(CUkernel *kernel, CUlibrary library,
+                                                 const char *name);
+typedef CUresult (*kpack_pfn_library_unload)(CUlibrary library);
+typedef CUresult (*kpack_pfn_kernel_get_function)(CUfunction *function, CUkernel kernel);
+typedef CUresult (*kpack_pfn_kernel_set_attribute)(CUfunction_attribute attribute, int value,
+                                                   CUkernel kernel, CUdevice device);
+typedef CUresult (*kpack_pfn_launch_kernel)(CUfunction f, unsigned int grid_x,
+                                            unsigned int grid_y, unsigned int grid_z,
+                                            unsigned int block_x, unsigned int block_y,
+                                            unsigned int block_z, unsigned int smem_bytes,
+                                            CUstream stream, void **params, void **extra);
+
+/*
+ * The driver entry points kpack calls.  Members are not named after the
+ * functions because cuda.h #defines some of those names to versioned symbols
+ * (cuMemGetInfo -> cuMemGetInfo_v2, and cuLaunchKernel -> cuLaunchKernel_ptsz
+ * under CUDA_API_PER_THREAD_DEFAULT_STREAM); driver.c names the exact
+ * symbol it resolves for each.
+ */
+typedef struct kpack_driver {
+  void *handle; /* from dlopen */
+  kpack_pfn_init init;
+  kpack_pfn_get_error_name get_error_name;
+  kpack_pfn_ctx_get_device ctx_get_device;
+  kpack_pfn_device_get_attribute device_get_attribute;
+  kpack_pfn_mem_get_info mem_get_info;
+  kpack_pfn_library_load_data library_load_data;
+  kpack_pfn_library_get_kernel library_get_kernel;
+  kpack_pfn_library_unload library_unload;
+  kpack_pfn_kernel_get_function kernel_get_function;
+  kpack_pfn_kernel_set_attribute kernel_set_attribute;
+  kpack_pfn_launch_kernel launch_kernel;
+} kpack_driver;
+
+/* The loaded driver, or NULL.  Published with a release store once every
+   member is set; read it through kpack_rt_driver(). */
+extern _Atomic(const kpack_driver *) kpack_rt_driver_table;
+
+/*
+ * Returns the loaded driver or NULL if it is not loaded yet.  The acquire
+ * load pairs with the release store in kpack_rt_driver_load(), so a non-NULL
+ * result has all of its members visible.  Lock-free: this is on the hot path.
+ */
+static inline const kpack_driver *kpack_rt_driver(void) {
+  return atomic_load_explicit(&kpack_rt_driver_table, memory_order_acquire);
+}
+
+/*
+ * Loads the driver if it is not loaded: dlopen, dlsym of every entry point,
+ * cuInit(0).  Serialized by a mutex; a failure leaves nothing loaded, so a
+ * later call tries again.  On success stores the table in *out and returns
+ * KPACK_SUCCESS; otherwise returns KPACK_ERROR_DRIVER_NOT_FOUND,
+ * KPACK_ERROR_DRIVER_TOO_OLD or KPACK_ERROR_NO_DEVICE with the detail set.
+ */
+kpack_status kpack_rt_driver_load(const kpack_driver **out);
+
+/*
+ * Forgets the driver: unpublishes the table and dlclose()s the library.  The
+ * caller guarantees that no other thread is using the table (see
+ * kpack_unload_all).
+ */
+void kpack_rt_driver_unload(void);
+
+/*
+ * Returns the name that driver `d` gives `result`
+ * ("CUDA_ERROR_OUT_OF_MEMORY"), or "unrecognized CUresult" when `d` is NULL
+ * or does not know the code.  Static storage; never NULL.
+ */
+const char *kpack_rt_cu_name(const kpack_driver *d, CUresult result);
+
+#endif /* KPACK_RUNTIME_DRIVER_H */

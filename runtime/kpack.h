@@ -1,0 +1,200 @@
+/*
+ * kpack.h - the public C API of the kpack runtime.
+ *
+ * The runtime loads kernels that kpack embedded in a library (libkernels.a)
+ * and launches them through the CUDA driver API.  It never JIT-compiles,
+ * never needs Python, and never needs to be linked against libcuda: the
+ * driver is dlopen()ed ("libcuda.so.1") the first time a kernel is launched.
+ *
+ * Conventions (SQLite/zstd style):
+ *   - every public symbol starts with kpack_ / KPACK_;
+ *   - every function returns a kpack_status or a value that cannot fail;
+ *   - nothing here calls exit(), abort() or printf(); errors are returned;
+ *   - every function is safe to call from any thread at any time, unless its
+ *     doc block says otherwise.
+ *
+ * This header is strict C99 and is also valid C++.  It does not include any
+ * CUDA header: a stream is passed as a pointer to the driver's opaque
+ * `struct CUstream_st`, which is what both CUstream and cudaStream_t are, so
+ * either converts implicitly.
+ */
+#ifndef KPACK_H
+#define KPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Versions ---------------------------------------------------------- */
+
+#define KPACK_VERSION_MAJOR 0
+#define KPACK_VERSION_MINOR 1
+#define KPACK_VERSION_PATCH 0
+#define KPACK_VERSION_NUMBER \
+  (KPACK_VERSION_MAJOR * 10000 + KPACK_VERSION_MINOR * 100 + KPACK_VERSION_PATCH)
+#define KPACK_VERSION_STRING "0.1.0"
+
+/*
+ * The ABI version of the contract between generated launchers and this
+ * runtime (the layout of kpack_kernel in kpack_internal.h and the meaning of
+ * kpack_launch).  Bumped on every incompatible change.  Generated code
+ * records the ABI it was generated for and checks it at first use.
+ */
+#define KPACK_ABI_VERSION 1
+
+/*
+ * Returns KPACK_VERSION_NUMBER of the runtime that is linked in, which can
+ * differ from the header the caller was compiled against.  Never fails.
+ */
+int kpack_version_number(void);
+
+/* Returns the KPACK_VERSION_STRING of the linked runtime; static storage. */
+const char *kpack_version_string(void);
+
+/* ---- Status codes ------------------------------------------------------ */
+
+/*
+ * Every kpack function that can fail returns one of these.  The numeric
+ * values are pinned: they are part of the ABI and will never be reused.
+ */
+typedef enum kpack_status {
+  KPACK_SUCCESS = 0,
+  /* An argument was invalid: NULL where a value is needed, a launch
+     dimension that is zero, negative or larger than the device allows, or
+     more dynamic shared memory than the device allows. */
+  KPACK_ERROR_INVALID_ARGUMENT = 1,
+  /* libcuda.so.1 could not be loaded: no NVIDIA driver is installed. */
+  KPACK_ERROR_DRIVER_NOT_FOUND = 2,
+  /* The driver lacks an entry point kpack needs (driver older than CUDA 12). */
+  KPACK_ERROR_DRIVER_TOO_OLD = 3,
+  /* cuInit failed or reported no CUDA device. */
+  KPACK_ERROR_NO_DEVICE = 4,
+  /* The calling thread has no current CUDA context. */
+  KPACK_ERROR_NO_CONTEXT = 5,
+  /* The library holds no machine code (SASS) that runs on the current
+     device; kpack_last_error_detail() names the device's sm and the archs
+     that were built.  kpack never falls back to JIT-compiling PTX unless the
+     manifest asked for PTX. */
+  KPACK_ERROR_NO_BINARY_FOR_DEVICE = 6,
+  /* A dispatcher was asked for constexpr values that were not built; the
+     detail lists the values that were built. */
+  KPACK_ERROR_NO_SPECIALIZATION = 7,
+  /* The device ran out of memory while loading a kernel. */
+  KPACK_ERROR_OUT_OF_MEMORY = 8,
+  /* cuLibraryLoadData, cuLibraryGetKernel or cuKernelGetFunction failed. */
+  KPACK_ERROR_LOAD_FAILED = 9,
+  /* cuLaunchKernel rejected the launch (bad stream, too many resources...). */
+  KPACK_ERROR_LAUNCH_FAILED = 10,
+  /* Generated code was built for a different runtime ABI than the one
+     linked in (see KPACK_ABI_VERSION). */
+  KPACK_ERROR_ABI_MISMATCH = 11,
+  /* Any other driver error; kpack_last_cu_result() has the CUresult. */
+  KPACK_ERROR_DRIVER = 12,
+  /* Internal inconsistency (a bug in kpack), or a limit of the runtime: a
+     device ordinal of KPACK_MAX_DEVICES (64) or more. */
+  KPACK_ERROR_INTERNAL = 13
+} kpack_status;
+
+/* Number of status codes; valid codes are 0 .. KPACK_STATUS_COUNT-1. */
+#define KPACK_STATUS_COUNT 14
+
+/*
+ * Returns the enumerator's name, e.g. "KPACK_ERROR_NO_DEVICE".  Unknown
+ * values give "KPACK_STATUS_UNKNOWN".  Static storage; never NULL.
+ */
+const char *kpack_status_name(kpack_status status);
+
+/*
+ * Returns a one-sentence English description of the status.  Static storage;
+ * never NULL.  For the specifics of the most recent failure on this thread
+ * (which kernel, which device, which archs) see kpack_last_error_detail().
+ */
+const char *kpack_status_message(kpack_status status);
+
+/*
+ * Returns the CUresult behind the most recent kpack failure on the calling
+ * thread: the failing driver call's result, or 0 (CUDA_SUCCESS) when that
+ * failure did not come from the driver (a missing specialization, an arch
+ * mismatch found by kpack) or nothing has failed.  Thread-local.
+ */
+int kpack_last_cu_result(void);
+
+/*
+ * Returns a NUL-terminated description of the most recent failure on the
+ * calling thread, e.g. "vector_add_f16_b256: device 0 is sm_75; this library
+ * has SASS for sm_80,sm_90 and no PTX".  Empty string if nothing failed.
+ * Driver failures end in the call and its result, e.g. "...: cuLibraryLoadData
+ * failed: CUDA_ERROR_OUT_OF_MEMORY (2)".  At most 1023 characters (longer
+ * text is cut and ends in "...").  The pointer is to thread-local storage
+ * that stays valid until the next kpack call on the same thread.  Never NULL.
+ */
+const char *kpack_last_error_detail(void);
+
+/* ---- Types shared by generated headers --------------------------------- */
+
+/* The stream to launch on: a CUstream or cudaStream_t converts implicitly.
+   NULL is the legacy default stream. */
+typedef struct CUstream_st *kpack_stream;
+
+/* Element types of tensors.  Values are pinned. */
+typedef enum kpack_dtype {
+  KPACK_DTYPE_F32 = 1,
+  KPACK_DTYPE_F16 = 2,
+  KPACK_DTYPE_BF16 = 3,
+  KPACK_DTYPE_F64 = 4,
+  KPACK_DTYPE_I8 = 5,
+  KPACK_DTYPE_I16 = 6,
+  KPACK_DTYPE_I32 = 7,
+  KPACK_DTYPE_I64 = 8,
+  KPACK_DTYPE_U8 = 9,
+  KPACK_DTYPE_U16 = 10,
+  KPACK_DTYPE_U32 = 11,
+  KPACK_DTYPE_U64 = 12
+} kpack_dtype;
+
+/* Returns the manifest spelling of a dtype ("f16", ...), or "?" if unknown. */
+const char *kpack_dtype_name(kpack_dtype dtype);
+
+/* IEEE binary16 and bfloat16 elements, as C callers see them.  Layout is
+   exactly the CUDA __half / __nv_bfloat16 layout (two bytes). */
+typedef struct kpack_f16 { uint16_t bits; } kpack_f16;
+typedef struct kpack_bf16 { uint16_t bits; } kpack_bf16;
+
+/* A description of one built specialization, for enumeration at run time.
+   All strings have static storage. */
+typedef struct kpack_spec_info {
+  const char *kernel;      /* manifest kernel name, e.g. "vector_add" */
+  const char *name;        /* specialization, e.g. "vector_add_f16_b256" */
+  const char *archs;       /* SASS archs, e.g. "sm_80,sm_90" */
+  const char *ptx_archs;   /* PTX archs embedded, "" when none (the default) */
+  const char *build_mode;  /* "release" or "debug" */
+  uint64_t fatbin_size;    /* bytes of the embedded fatbin */
+} kpack_spec_info;
+
+/* ---- Runtime control ----------------------------------------------------- */
+
+/*
+ * Unloads every library this runtime loaded (cuLibraryUnload) and forgets
+ * the driver, so that the next launch starts from scratch.  For leak
+ * checkers and tests; engines never need it.  NOT thread-safe: no other
+ * thread may be inside a kpack call.  Returns KPACK_SUCCESS or the status of
+ * the first failed unload.
+ */
+kpack_status kpack_unload_all(void);
+
+/*
+ * Counters of what the runtime has done since start (or kpack_unload_all):
+ * libraries loaded with cuLibraryLoadData, and (kernel, device) pairs
+ * resolved with cuKernelGetFunction.  For tests and benchmarks.  Never fails;
+ * NULL pointers are skipped.
+ */
+void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resolved);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KPACK_H */

@@ -1,0 +1,127 @@
+/*
+ * kpack_internal.h - the contract between kpack-generated launcher sources
+ * and the runtime.  NOT a public API: only code that kpack generates (and
+ * the runtime's own tests) include it.  Its layout is versioned by
+ * KPACK_ABI_VERSION in kpack.h.
+ *
+ * Requires C11 (<stdatomic.h>): generated launcher sources are compiled by
+ * the kpack build, never by the consumer.  The consumer-facing generated
+ * header only includes kpack.h.
+ */
+#ifndef KPACK_INTERNAL_H
+#define KPACK_INTERNAL_H
+
+#include "kpack.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#error "kpack_internal.h is C11 only; it is included by generated launcher .c files"
+#endif
+
+/* Devices per process that the runtime tracks (CUdevice ordinals 0..63). */
+#define KPACK_MAX_DEVICES 64
+
+/* Arch codes: 10*major + minor (80, 86, 90, 100, 120) plus flags. */
+#define KPACK_ARCH_SPECIFIC 0x10000 /* "sm_90a": runs only on exactly 9.0 */
+#define KPACK_ARCH_FAMILY 0x20000   /* "sm_100f": runs on the 10.x family */
+#define KPACK_ARCH_NUMBER(code) ((code) & 0xffff)
+
+/* One embedded fatbin, as laid out by the assembler table in the
+   generated *_fatbins.S: an absolute 64-bit address and a size, so that the
+   blobs themselves can live in a large-data section beyond 2 GiB. */
+typedef struct kpack_blob {
+  const unsigned char *data;
+  uint64_t size;
+} kpack_blob;
+
+/* Mutable per-specialization runtime state.  Generated code allocates one
+   zero-initialized instance per specialization (static storage); only the
+   runtime reads or writes its fields. */
+typedef struct kpack_kernel_state {
+  _Atomic(uintptr_t) kernel;          /* CUkernel, 0 until loaded */
+  void *library;                      /* CUlibrary, guarded by the load lock */
+  _Atomic(uint32_t) device_ready[KPACK_MAX_DEVICES]; /* 1: device checked */
+  _Atomic(uint32_t) smem_limit[KPACK_MAX_DEVICES];   /* dynamic smem set */
+  struct kpack_kernel_state *next_loaded; /* list for kpack_unload_all */
+} kpack_kernel_state;
+
+/* Immutable description of one specialization (one fatbin, one entry). */
+typedef struct kpack_kernel {
+  int abi_version;                /* KPACK_ABI_VERSION the code was made for */
+  const char *package;            /* package name, for messages */
+  const char *kernel;             /* manifest kernel name */
+  const char *name;               /* specialization name */
+  const char *entry;              /* kernel symbol inside the cubins */
+  const kpack_blob *fatbin;       /* the embedded fatbin */
+  const uint32_t *sass_archs;     /* arch codes with SASS in the fatbin */
+  uint32_t num_sass_archs;
+  const uint32_t *ptx_archs;      /* arch codes with PTX (manifest asked) */
+  uint32_t num_ptx_archs;
+  const char *archs_text;         /* "sm_80,sm_90", for messages and info */
+  const char *ptx_archs_text;     /* "" when no PTX */
+  const char *build_mode;         /* "release" or "debug" */
+  kpack_kernel_state *state;      /* zero-initialized runtime state */
+} kpack_kernel;
+
+/*
+ * Launches `k` on `stream` with the given grid, block and dynamic shared
+ * memory; `args` is the cuLaunchKernel parameter array (one pointer per
+ * kernel parameter, hidden parameters included).  A grid with any zero
+ * dimension launches nothing and returns KPACK_SUCCESS.
+ *
+ * The first launch of `k` in the process loads its fatbin
+ * (cuLibraryLoadData, cuLibraryGetKernel); the first launch on each device
+ * checks that the device has SASS for it, resolves the function
+ * (cuKernelGetFunction) and raises the dynamic shared-memory limit when
+ * `smem` > 48 KiB.  Racing first launches load exactly once.  After that the
+ * path is cuCtxGetDevice, two atomic loads and cuLaunchKernel of the
+ * context-independent CUkernel: no locks, no allocation, no synchronization,
+ * so it is legal inside stream capture.
+ *
+ * Thread-safe.  Returns KPACK_SUCCESS or an error status; on error the
+ * thread's last CUresult and detail are set.
+ */
+kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream,
+                          uint32_t grid_x, uint32_t grid_y, uint32_t grid_z,
+                          uint32_t block_x, uint32_t block_y, uint32_t block_z,
+                          uint32_t smem_bytes, void **args);
+
+/* Kinds of constexpr value, for kpack_fail_no_specialization. */
+#define KPACK_CONSTEXPR_INT 0
+#define KPACK_CONSTEXPR_BOOL 1
+#define KPACK_CONSTEXPR_DTYPE 2
+
+/*
+ * Called by a dispatcher when no built specialization matches.  Formats the
+ * detail "<kernel>: no specialization T=f16 BLOCK=1024; built: <built>"
+ * from `count` constexpr names, kinds and values, stores it as the thread's
+ * detail and returns KPACK_ERROR_NO_SPECIALIZATION.  No allocation.
+ */
+kpack_status kpack_fail_no_specialization(const char *kernel, const char *built,
+                                          int count, const char *const *names,
+                                          const int *kinds, const int64_t *values);
+
+/*
+ * Records `detail` (printf-style) as the thread's last error detail and
+ * returns `status`.  Used by generated launchers for argument errors, e.g. a
+ * grid dimension that does not fit the device limits.
+ */
+kpack_status kpack_fail(kpack_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Fills `info` from `k`.  Returns KPACK_ERROR_INVALID_ARGUMENT on NULL. */
+kpack_status kpack_describe(const kpack_kernel *k, kpack_spec_info *info);
+
+/*
+ * Test seam: makes the runtime dlopen `path` instead of "libcuda.so.1" the
+ * next time it loads the driver (call kpack_unload_all() first to forget a
+ * driver already loaded).  NULL restores the default.  Not thread-safe.
+ */
+void kpack_set_driver_path_for_testing(const char *path);
+
+#endif /* KPACK_INTERNAL_H */

@@ -1,0 +1,569 @@
+/*
+ * kpack_runtime.c - loads and launches the kernels that kpack embedded in a
+ * library.  See kpack.h for the public API and kpack_internal.h for the
+ * contract with generated launchers.
+ *
+ * Life of a specialization
+ * ------------------------
+ *  1. First launch anywhere in the process: load the driver (driver.c), then
+ *     under g_load_lock load the fatbin with cuLibraryLoadData and look up
+ *     its CUkernel.  The handle is published with a release store into
+ *     state->kernel; the state joins g_loaded so kpack_unload_all finds it.
+ *  2. First launch on each device: under g_load_lock check that the fatbin
+ *     has code for the device's compute capability, then call
+ *     cuKernelGetFunction so that the module is loaded into the current
+ *     context now and any failure (out of memory, no binary) is reported as
+ *     a load error rather than surfacing from a later launch, possibly inside
+ *     a stream capture.  Publish state->device_ready[dev] with a release
+ *     store.
+ *  3. First launch on a device with more than 48 KiB of dynamic shared
+ *     memory (and each time a launch needs more than before): raise the
+ *     kernel's limit with cuKernelSetAttribute, under g_load_lock.
+ *  4. Every launch after that (the hot path): argument checks (the ABI
+ *     version is compared on every call; it is one integer and saves
+ *     reasoning about when it could be skipped), an acquire load of the
+ *     driver table, cuCtxGetDevice, acquire loads of state->kernel and
+ *     state->device_ready[dev] (and smem_limit[dev] above 48 KiB), and
+ *     cuLaunchKernel.  No locks, no allocation, no synchronization, so a
+ *     launch is legal inside stream capture.
+ *
+ * Memory ordering
+ * ---------------
+ * Each published value (driver table, state->kernel, device_ready[dev],
+ * smem_limit[dev]) is written once per "generation" by a thread holding a
+ * lock, after everything it guards is complete, with a release store.  The
+ * hot path reads it with an acquire load: seeing the value implies seeing
+ * every write that preceded the store (the table's members, the CUkernel,
+ * the driver's own bookkeeping done by the calls before the store).  A
+ * reader that sees 0 takes the lock and checks again (double-checked
+ * locking), so racing first launches do the work exactly once.
+ *
+ * Why the CUkernel is launched directly
+ * -------------------------------------
+ * A CUkernel (from cuLibraryGetKernel) is context-independent, and
+ * cuLaunchKernel accepts it in place of a CUfunction, launching it in the
+ * calling thread's current context.  One handle per specialization therefore
+ * serves every device and every context, so the hot path needs no
+ * per-context table.  cuKernelGetFunction is only called to force the load
+ * and surface errors early; its CUfunction is not kept (it would be wrong
+ * for another context on the same device).  A thread that switches to a
+ * second, non-primary context on a device already prepared gets the module
+ * loaded lazily by cuLaunchKernel in that context.
+ *
+ * Locking and the primary context
+ * -------------------------------
+ * First loads take g_load_lock, and inside the driver they take the
+ * context's lock (for the primary context, the same lock that cudaSetDevice
+ * and cudaMalloc take), and may take milliseconds per fatbin.  Launch each
+ * specialization once at start-up, outside stream capture and
+ * latency-sensitive sections, to keep that cost off the critical path.
+ */
+#include "kpack_internal.h"
+
+#include "driver.h"
+#include "errors.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Dynamic shared memory a kernel may use without raising its limit. */
+#define KPACK_DEFAULT_SMEM_LIMIT (48u * 1024u)
+
+/* Serializes every first-use step (loads, device checks, smem limits) and
+   guards g_loaded and each state's `library` and `next_loaded`.  Never held
+   on the hot path. */
+static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* States whose library is loaded, newest first, for kpack_unload_all. */
+static kpack_kernel_state *g_loaded;
+
+/* kpack_get_load_counts(); relaxed: they order nothing. */
+static _Atomic(uint64_t) g_libraries_loaded;
+static _Atomic(uint64_t) g_functions_resolved;
+
+/* ---- Versions and names ------------------------------------------------ */
+
+/* See kpack.h. */
+int kpack_version_number(void) { return KPACK_VERSION_NUMBER; }
+
+/* See kpack.h. */
+const char *kpack_version_string(void) { return KPACK_VERSION_STRING; }
+
+/* See kpack.h.  A switch, not a table: the pinned values start at 1. */
+const char *kpack_dtype_name(kpack_dtype dtype) {
+  switch (dtype) {
+  case KPACK_DTYPE_F32: return "f32";
+  case KPACK_DTYPE_F16: return "f16";
+  case KPACK_DTYPE_BF16: return "bf16";
+  case KPACK_DTYPE_F64: return "f64";
+  case KPACK_DTYPE_I8: return "i8";
+  case KPACK_DTYPE_I16: return "i16";
+  case KPACK_DTYPE_I32: return "i32";
+  case KPACK_DTYPE_I64: return "i64";
+  case KPACK_DTYPE_U8: return "u8";
+  case KPACK_DTYPE_U16: return "u16";
+  case KPACK_DTYPE_U32: return "u32";
+  case KPACK_DTYPE_U64: return "u64";
+  }
+  return "?";
+}
+
+/* ---- Failure helpers ----------------------------------------------------- */
+
+/* The specialization's name for messages; hand-written descriptors may lack
+   one. */
+static const char *name_of(const kpack_kernel *k) {
+  return k->name != NULL ? k->name : "(unnamed kernel)";
+}
+
+/*
+ * Records the failure of a driver call: the detail is the printf-style
+ * prefix (which names the call) followed by " failed: NAME (code)".
+ */
+KPACK_RT_PRINTF(4, 5)
+static kpack_status fail_cu(const kpack_driver *d, kpack_status status, CUresult r,
+                            const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  kpack_rt_vfail(status, (int)r, fmt, ap);
+  va_end(ap);
+  kpack_rt_append_detail(" failed: %s (%d)", kpack_rt_cu_name(d, r), (int)r);
+  return status;
+}
+
+/* The status for a failed load step (cuLibraryLoadData, cuLibraryGetKernel,
+   cuKernelGetFunction). */
+static kpack_status load_status(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_OUT_OF_MEMORY: return KPACK_ERROR_OUT_OF_MEMORY;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU: return KPACK_ERROR_NO_BINARY_FOR_DEVICE;
+  default: return KPACK_ERROR_LOAD_FAILED;
+  }
+}
+
+/*
+ * After an out-of-memory load, appends how much memory the device has, which
+ * tells "the device is full" apart from "this fatbin is huge".  Best effort:
+ * nothing is added if the driver cannot say.
+ */
+static void append_memory_info(const kpack_driver *d, CUresult r, CUdevice dev) {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (r != CUDA_ERROR_OUT_OF_MEMORY || d->mem_get_info(&free_bytes, &total_bytes) != CUDA_SUCCESS) {
+    return;
+  }
+  kpack_rt_append_detail("; device %d has %zu MiB free of %zu MiB", (int)dev,
+                         free_bytes >> 20, total_bytes >> 20);
+}
+
+/* Fails with KPACK_ERROR_ABI_MISMATCH.  Only abi_version, the first field,
+   is read: the rest of a mismatched descriptor's layout is unknown. */
+static kpack_status fail_abi(int abi_version) {
+  return kpack_rt_fail(KPACK_ERROR_ABI_MISMATCH, 0,
+                       "a kernel descriptor was generated for kpack ABI %d, but the linked "
+                       "runtime implements ABI %d; regenerate the library with the kpack that "
+                       "provides this runtime",
+                       abi_version, KPACK_ABI_VERSION);
+}
+
+/* ---- Architecture matching ------------------------------------------------ */
+
+/*
+ * Whether SASS built for arch `code` runs on a device of compute capability
+ * `cc` (10*major+minor).  Machine code runs within its major version on
+ * minors at least its own ("sm_80" on 8.6), family code likewise
+ * ("sm_100f" on 10.3); arch-specific code only on its exact version
+ * ("sm_90a" on 9.0 only).
+ */
+static int sass_runs_on(uint32_t code, int cc) {
+  int number = (int)KPACK_ARCH_NUMBER(code);
+  if (code & KPACK_ARCH_SPECIFIC) {
+    return number == cc;
+  }
+  return number / 10 == cc / 10 && number % 10 <= cc % 10;
+}
+
+/*
+ * Whether PTX for arch `code` can be JIT-compiled by the driver for compute
+ * capability `cc`: any newer device for plain PTX, the family for family
+ * PTX, the exact version for arch-specific PTX.
+ */
+static int ptx_runs_on(uint32_t code, int cc) {
+  int number = (int)KPACK_ARCH_NUMBER(code);
+  if (code & KPACK_ARCH_SPECIFIC) {
+    return number == cc;
+  }
+  if (code & KPACK_ARCH_FAMILY) {
+    return number / 10 == cc / 10 && number % 10 <= cc % 10;
+  }
+  return number <= cc;
+}
+
+/* Whether any of the `count` codes satisfies `runs_on` for `cc`. */
+static int any_runs_on(const uint32_t *codes, uint32_t count, int (*runs_on)(uint32_t, int),
+                       int cc) {
+  for (uint32_t i = 0; i < count && codes != NULL; ++i) {
+    if (runs_on(codes[i], cc)) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/*
+ * Fails with KPACK_ERROR_NO_BINARY_FOR_DEVICE unless k has SASS for `cc`, or
+ * PTX (embedded only when the manifest asked for it) that the driver can
+ * JIT for it.  kpack never falls back to anything else: a missing arch is an
+ * error the user sees, not a silent slow path.
+ */
+static kpack_status check_archs(const kpack_kernel *k, CUdevice dev, int cc) {
+  if (any_runs_on(k->sass_archs, k->num_sass_archs, sass_runs_on, cc) ||
+      any_runs_on(k->ptx_archs, k->num_ptx_archs, ptx_runs_on, cc)) {
+    return KPACK_SUCCESS;
+  }
+  kpack_rt_fail(KPACK_ERROR_NO_BINARY_FOR_DEVICE, 0,
+                "%s: device %d is sm_%d; this library has SASS for %s", name_of(k), (int)dev, cc,
+                k->archs_text != NULL ? k->archs_text : "");
+  if (k->num_ptx_archs > 0) {
+    kpack_rt_append_detail(" and PTX for %s", k->ptx_archs_text != NULL ? k->ptx_archs_text : "");
+  } else {
+    kpack_rt_append_detail(" and no PTX");
+  }
+  return KPACK_ERROR_NO_BINARY_FOR_DEVICE;
+}
+
+/* Reads the compute capability of `dev` as 10*major+minor into *cc. */
+static kpack_status device_cc(const kpack_driver *d, const kpack_kernel *k, CUdevice dev, int *cc) {
+  int major = 0;
+  int minor = 0;
+  CUresult r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  if (r == CUDA_SUCCESS) {
+    r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  }
+  if (r != CUDA_SUCCESS) {
+    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuDeviceGetAttribute(compute capability) on device %d",
+                   name_of(k), (int)dev);
+  }
+  *cc = 10 * major + minor;
+  return KPACK_SUCCESS;
+}
+
+/* ---- First use ----------------------------------------------------------------- */
+
+/* Fails with KPACK_ERROR_INVALID_ARGUMENT if a descriptor lacks what loading
+   needs; generated descriptors always have it, hand-written ones may not. */
+static kpack_status check_descriptor(const kpack_kernel *k) {
+  if (k->fatbin == NULL || k->fatbin->data == NULL || k->entry == NULL) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: the kernel descriptor has no fatbin or no entry name", name_of(k));
+  }
+  return KPACK_SUCCESS;
+}
+
+/*
+ * Loads k's fatbin and looks up its entry.  Called with g_load_lock held.
+ * On success *library and *kernel hold the new handles; on failure nothing
+ * stays loaded.
+ */
+static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
+                                 CUlibrary *library, CUkernel *kernel) {
+  CUlibrary lib = NULL;
+  CUresult r = d->library_load_data(&lib, k->fatbin->data, NULL, NULL, 0, NULL, NULL, 0);
+  if (r != CUDA_SUCCESS) {
+    kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryLoadData", name_of(k));
+    append_memory_info(d, r, dev);
+    return s;
+  }
+  atomic_fetch_add_explicit(&g_libraries_loaded, 1, memory_order_relaxed);
+  CUkernel kern = NULL;
+  r = d->library_get_kernel(&kern, lib, k->entry);
+  if (r != CUDA_SUCCESS) {
+    kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")", name_of(k),
+                             k->entry);
+    append_memory_info(d, r, dev);
+    d->library_unload(lib); /* best effort; the lookup error is the one to report */
+    return s;
+  }
+  *library = lib;
+  *kernel = kern;
+  return KPACK_SUCCESS;
+}
+
+/*
+ * Slow path of step 1: loads k unless a racing thread already has, and
+ * stores the CUkernel in *kernel.  `dev` is only used in messages.
+ */
+static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
+                                  uintptr_t *kernel) {
+  kpack_kernel_state *st = k->state;
+  kpack_status s = KPACK_SUCCESS;
+  pthread_mutex_lock(&g_load_lock);
+  /* Relaxed under the lock: state->kernel is only written under it. */
+  uintptr_t loaded = atomic_load_explicit(&st->kernel, memory_order_relaxed);
+  if (loaded == 0) {
+    CUlibrary lib = NULL;
+    CUkernel kern = NULL;
+    s = check_descriptor(k);
+    if (s == KPACK_SUCCESS) {
+      s = load_library(d, k, dev, &lib, &kern);
+    }
+    if (s == KPACK_SUCCESS) {
+      st->library = lib;
+      st->next_loaded = g_loaded;
+      g_loaded = st;
+      loaded = (uintptr_t)kern;
+      /* Release: pairs with the hot path's acquire load. */
+      atomic_store_explicit(&st->kernel, loaded, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_load_lock);
+  *kernel = loaded;
+  return s;
+}
+
+/*
+ * Resolves k's function in the current context (on `dev`), which makes the
+ * driver load the module there now.  Called with g_load_lock held.
+ */
+static kpack_status resolve_function(const kpack_driver *d, const kpack_kernel *k,
+                                     uintptr_t kernel, CUdevice dev, int cc) {
+  CUfunction function = NULL;
+  CUresult r = d->kernel_get_function(&function, (CUkernel)kernel);
+  if (r != CUDA_SUCCESS) {
+    kpack_status s = fail_cu(d, load_status(r), r, "%s: cuKernelGetFunction on device %d (sm_%d)",
+                             name_of(k), (int)dev, cc);
+    append_memory_info(d, r, dev);
+    return s;
+  }
+  atomic_fetch_add_explicit(&g_functions_resolved, 1, memory_order_relaxed);
+  return KPACK_SUCCESS;
+}
+
+/* Slow path of step 2: checks and prepares `dev` for k once. */
+static kpack_status ensure_device_ready(const kpack_driver *d, const kpack_kernel *k,
+                                        uintptr_t kernel, CUdevice dev) {
+  kpack_kernel_state *st = k->state;
+  kpack_status s = KPACK_SUCCESS;
+  pthread_mutex_lock(&g_load_lock);
+  if (atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) == 0) {
+    int cc = 0;
+    s = device_cc(d, k, dev, &cc);
+    if (s == KPACK_SUCCESS) {
+      s = check_archs(k, dev, cc);
+    }
+    if (s == KPACK_SUCCESS) {
+      s = resolve_function(d, k, kernel, dev, cc);
+    }
+    if (s == KPACK_SUCCESS) {
+      atomic_store_explicit(&st->device_ready[dev], 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_load_lock);
+  return s;
+}
+
+/*
+ * Slow path of step 3: raises k's dynamic shared-memory limit on `dev` to
+ * `smem` unless it is already at least that.  The limit only grows, so a
+ * launch with less never comes here again.
+ */
+static kpack_status raise_smem_limit(const kpack_driver *d, const kpack_kernel *k,
+                                     uintptr_t kernel, CUdevice dev, uint32_t smem) {
+  if (smem > (uint32_t)INT_MAX) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: %u bytes of dynamic shared memory is more than any device has",
+                         name_of(k), smem);
+  }
+  kpack_kernel_state *st = k->state;
+  kpack_status s = KPACK_SUCCESS;
+  pthread_mutex_lock(&g_load_lock);
+  if (smem > atomic_load_explicit(&st->smem_limit[dev], memory_order_relaxed)) {
+    CUresult r = d->kernel_set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem,
+                                         (CUkernel)kernel, dev);
+    if (r != CUDA_SUCCESS) {
+      /* INVALID_VALUE: more than the device allows, the caller's mistake. */
+      kpack_status status =
+          r == CUDA_ERROR_INVALID_VALUE ? KPACK_ERROR_INVALID_ARGUMENT : KPACK_ERROR_DRIVER;
+      s = fail_cu(d, status, r,
+                  "%s: cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u) on device %d",
+                  name_of(k), smem, (int)dev);
+    } else {
+      atomic_store_explicit(&st->smem_limit[dev], smem, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_load_lock);
+  return s;
+}
+
+/* ---- Launch ------------------------------------------------------------------ */
+
+/*
+ * Validates what kpack_launch can check without the driver.  Sets *empty
+ * when the grid has no blocks, which is success with nothing to launch.
+ */
+static kpack_status check_launch_args(const kpack_kernel *k, uint32_t grid_x, uint32_t grid_y,
+                                      uint32_t grid_z, uint32_t block_x, uint32_t block_y,
+                                      uint32_t block_z, int *empty) {
+  *empty = 0;
+  if (k == NULL) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0, "kpack_launch: the kernel is NULL");
+  }
+  /* An empty problem (n == 0) is not an error; it launches nothing. */
+  if (grid_x == 0 || grid_y == 0 || grid_z == 0) {
+    *empty = 1;
+    return KPACK_SUCCESS;
+  }
+  if (k->abi_version != KPACK_ABI_VERSION) {
+    return fail_abi(k->abi_version);
+  }
+  if (k->state == NULL) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0, "%s: the kernel descriptor has no state",
+                         name_of(k));
+  }
+  if (block_x == 0 || block_y == 0 || block_z == 0) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: block dimensions must be nonzero, got %ux%ux%u", name_of(k), block_x,
+                         block_y, block_z);
+  }
+  return KPACK_SUCCESS;
+}
+
+/*
+ * Reads the current context's device into *dev.  No current context is the
+ * common mistake of launching from a thread that never called
+ * cudaSetDevice(), so its message says what to do.
+ */
+static kpack_status current_device(const kpack_driver *d, const kpack_kernel *k, CUdevice *dev) {
+  CUresult r = d->ctx_get_device(dev);
+  if (r == CUDA_ERROR_INVALID_CONTEXT) {
+    return kpack_rt_fail(KPACK_ERROR_NO_CONTEXT, (int)r,
+                         "%s: the calling thread has no current CUDA context (cuCtxGetDevice: "
+                         "%s (%d)); make one current first, e.g. with cudaSetDevice()",
+                         name_of(k), kpack_rt_cu_name(d, r), (int)r);
+  }
+  if (r != CUDA_SUCCESS) {
+    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuCtxGetDevice", name_of(k));
+  }
+  if (*dev < 0 || *dev >= KPACK_MAX_DEVICES) {
+    return kpack_rt_fail(KPACK_ERROR_INTERNAL, 0,
+                         "%s: device %d is beyond the %d devices kpack tracks (KPACK_MAX_DEVICES)",
+                         name_of(k), (int)*dev, KPACK_MAX_DEVICES);
+  }
+  return KPACK_SUCCESS;
+}
+
+/*
+ * See kpack_internal.h and the file comment.  The hot path is the straight
+ * line through this function: every branch into an ensure_* or raise_*
+ * helper is taken only on first use.
+ */
+kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t grid_x,
+                          uint32_t grid_y, uint32_t grid_z, uint32_t block_x, uint32_t block_y,
+                          uint32_t block_z, uint32_t smem_bytes, void **args) {
+  int empty = 0;
+  kpack_status s =
+      check_launch_args(k, grid_x, grid_y, grid_z, block_x, block_y, block_z, &empty);
+  if (s != KPACK_SUCCESS || empty) {
+    return s;
+  }
+  const kpack_driver *d = kpack_rt_driver();
+  if (d == NULL && (s = kpack_rt_driver_load(&d)) != KPACK_SUCCESS) {
+    return s;
+  }
+  CUdevice dev = 0;
+  if ((s = current_device(d, k, &dev)) != KPACK_SUCCESS) {
+    return s;
+  }
+  kpack_kernel_state *st = k->state;
+  uintptr_t kernel = atomic_load_explicit(&st->kernel, memory_order_acquire);
+  if (kernel == 0 && (s = ensure_loaded(d, k, dev, &kernel)) != KPACK_SUCCESS) {
+    return s;
+  }
+  if (atomic_load_explicit(&st->device_ready[dev], memory_order_acquire) == 0 &&
+      (s = ensure_device_ready(d, k, kernel, dev)) != KPACK_SUCCESS) {
+    return s;
+  }
+  if (smem_bytes > KPACK_DEFAULT_SMEM_LIMIT &&
+      smem_bytes > atomic_load_explicit(&st->smem_limit[dev], memory_order_acquire) &&
+      (s = raise_smem_limit(d, k, kernel, dev, smem_bytes)) != KPACK_SUCCESS) {
+    return s;
+  }
+  /* The CUkernel goes straight to cuLaunchKernel; see the file comment. */
+  CUresult r = d->launch_kernel((CUfunction)kernel, grid_x, grid_y, grid_z, block_x, block_y,
+                                block_z, smem_bytes, (CUstream)stream, args, NULL);
+  if (r != CUDA_SUCCESS) {
+    return fail_cu(d, KPACK_ERROR_LAUNCH_FAILED, r,
+                   "%s: cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)", name_of(k),
+                   grid_x, grid_y, grid_z, block_x, block_y, block_z, smem_bytes);
+  }
+  return KPACK_SUCCESS;
+}
+
+/* ---- Introspection and control ------------------------------------------------ */
+
+/* See kpack_internal.h.  Reads only the immutable descriptor: no driver. */
+kpack_status kpack_describe(const kpack_kernel *k, kpack_spec_info *info) {
+  if (k == NULL || info == NULL) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "kpack_describe: the kernel and the info must not be NULL");
+  }
+  if (k->abi_version != KPACK_ABI_VERSION) {
+    return fail_abi(k->abi_version);
+  }
+  info->kernel = k->kernel != NULL ? k->kernel : "";
+  info->name = k->name != NULL ? k->name : "";
+  info->archs = k->archs_text != NULL ? k->archs_text : "";
+  info->ptx_archs = k->ptx_archs_text != NULL ? k->ptx_archs_text : "";
+  info->build_mode = k->build_mode != NULL ? k->build_mode : "";
+  info->fatbin_size = k->fatbin != NULL ? k->fatbin->size : 0;
+  return KPACK_SUCCESS;
+}
+
+/* Returns a state to its zero-initialized, never-launched form. */
+static void reset_state(kpack_kernel_state *st) {
+  atomic_store_explicit(&st->kernel, 0, memory_order_relaxed);
+  st->library = NULL;
+  for (int dev = 0; dev < KPACK_MAX_DEVICES; ++dev) {
+    atomic_store_explicit(&st->device_ready[dev], 0, memory_order_relaxed);
+    atomic_store_explicit(&st->smem_limit[dev], 0, memory_order_relaxed);
+  }
+  st->next_loaded = NULL;
+}
+
+/*
+ * See kpack.h.  Not thread-safe by contract: hot-path readers hold no lock,
+ * so nothing could stop them from using a library while it is unloaded.
+ */
+kpack_status kpack_unload_all(void) {
+  kpack_status first = KPACK_SUCCESS;
+  pthread_mutex_lock(&g_load_lock);
+  const kpack_driver *d = kpack_rt_driver();
+  kpack_kernel_state *next = NULL;
+  for (kpack_kernel_state *st = g_loaded; st != NULL; st = next) {
+    next = st->next_loaded;
+    CUresult r = d != NULL && st->library != NULL ? d->library_unload((CUlibrary)st->library)
+                                                  : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS && first == KPACK_SUCCESS) {
+      first = fail_cu(d, KPACK_ERROR_DRIVER, r, "kpack_unload_all: cuLibraryUnload");
+    }
+    reset_state(st);
+  }
+  g_loaded = NULL;
+  atomic_store_explicit(&g_libraries_loaded, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_functions_resolved, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&g_load_lock);
+  kpack_rt_driver_unload();
+  return first;
+}
+
+/* See kpack.h. */
+void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resolved) {
+  if (libraries_loaded != NULL) {
+    *libraries_loaded = atomic_load_explicit(&g_libraries_loaded, memory_order_relaxed);
+  }
+  if (functions_resolved != NULL) {
+    *functions_resolved = atomic_load_explicit(&g_functions_resolved, memory_order_relaxed);
+  }
+}

@@ -1,0 +1,210 @@
+// The load pass: a valid manifest loads, and every rejection names the node
+// with the exact message users will see.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "test_util.h"
+
+using kpack::testing::kKernel;
+using kpack::testing::kPackage;
+using kpack::testing::LoadErrors;
+using kpack::testing::ScratchDir;
+
+namespace {
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("a valid package loads with every field") {
+  ScratchDir dir;
+  dir.Write("package.yaml", "package: demo\nprefix: dk\narchs: [sm_90, sm_80]\nkernels: [k.yaml]\n");
+  dir.Write("k.yaml", std::string(kKernel) + "exclude:\n  - {T: f16, BLOCK: 128}\ndoc: hi\n");
+  dir.Write("va.cuh", "");
+  kpack::Diagnostics diag;
+  auto pkg = kpack::LoadPackage("package.yaml", {}, diag);
+  REQUIRE(diag.Text() == "");
+  REQUIRE(pkg);
+  CHECK(pkg->prefix == "dk");
+  REQUIRE(pkg->kernels.size() == 1);
+  const kpack::Kernel& k = pkg->kernels[0];
+  CHECK(k.name == "vector_add");
+  CHECK(k.source_path == "va.cuh");
+  CHECK(k.archs.size() == 2);
+  CHECK(k.archs[0].Name() == "sm_80");  // sorted
+  CHECK(k.constexprs[1].tag == "b");
+  CHECK(k.constexprs[0].tag == "");
+  CHECK(k.params[0].type.is_const);
+  CHECK(k.params[0].type.dtype_constexpr == "T");
+  CHECK(k.params[3].type.scalar == kpack::Scalar::kI64);
+  CHECK(k.exclusions.size() == 1);
+  CHECK(k.doc == "hi");
+  CHECK(k.launch.grid.size() == 1);
+  CHECK(kpack::FormatExpr(k.launch.grid[0]) == "cdiv(n, BLOCK)");
+}
+
+TEST_CASE("unknown key") {
+  CHECK(LoadErrors(std::string(kKernel) + "blok: 3\n") ==
+        "k.yaml:15:1: error: unknown key 'blok' in a kernel manifest (expected one of: kernel, language, "
+        "source, entry, doc, constexprs, params, exclude, launch, archs, ptx, nvcc_flags)\n");
+}
+
+TEST_CASE("duplicate key, which YAML itself accepts") {
+  CHECK(LoadErrors(std::string(kKernel) + "entry: other\n") ==
+        "k.yaml:15:1: error: duplicate key 'entry' in a kernel manifest\n");
+}
+
+TEST_CASE("wrong type") {
+  CHECK(LoadErrors(Replace(kKernel, "values: [128, 256]", "values: [128, big]")) ==
+        "k.yaml:6:44: error: a value of int constexpr 'BLOCK' must be an integer\n");
+  CHECK(LoadErrors(Replace(kKernel, "entry: va", "entry: [va]")) == "k.yaml:3:8: error: entry must be a string\n");
+  CHECK(LoadErrors(Replace(kKernel, "type: int", "type: integer")) ==
+        "k.yaml:6:25: error: unknown constexpr type 'integer' (expected int, bool or dtype)\n");
+  CHECK(LoadErrors(Replace(kKernel, "type: i64", "type: long")) ==
+        "k.yaml:11:21: error: unknown type 'long' (expected a dtype constexpr or one of: f32, f16, bf16, f64, "
+        "i8, i16, i32, i64, u8, u16, u32, u64, bool)\n");
+  CHECK(LoadErrors(Replace(kKernel, "values: [f32, f16]", "values: [f32, f8]")) ==
+        "k.yaml:5:42: error: unknown dtype 'f8' (expected one of: f32, f16, bf16, f64, i8, i16, i32, i64, u8, "
+        "u16, u32, u64)\n");
+}
+
+TEST_CASE("empty value list") {
+  CHECK(LoadErrors(Replace(kKernel, "values: [f32, f16]", "values: []")) ==
+        "k.yaml:5:36: error: values of 'T' must not be empty\n");
+}
+
+TEST_CASE("duplicate value") {
+  CHECK(LoadErrors(Replace(kKernel, "values: [128, 256]", "values: [128, 128]")) ==
+        "k.yaml:6:44: error: duplicate value in 'BLOCK'\n");
+}
+
+TEST_CASE("duplicate kernel") {
+  ScratchDir dir;
+  dir.Write("package.yaml", "package: demo\narchs: [sm_80]\nkernels: [k.yaml, k2.yaml]\n");
+  dir.Write("k.yaml", kKernel);
+  dir.Write("k2.yaml", kKernel);
+  dir.Write("va.cuh", "");
+  kpack::Diagnostics diag;
+  CHECK_FALSE(kpack::LoadPackage("package.yaml", {}, diag));
+  CHECK(diag.Text() == "k2.yaml:1:9: error: duplicate kernel 'vector_add' (first defined at k.yaml:1:9)\n");
+}
+
+TEST_CASE("unknown arch") {
+  CHECK(LoadErrors(kKernel, "package: demo\narchs: [sm_80, sm_91]\nkernels: [k.yaml]\n") ==
+        "package.yaml:2:16: error: unknown arch 'sm_91' (CUDA 13 supports: sm_75, sm_80, sm_86, sm_87, sm_89, "
+        "sm_90, sm_90a, sm_100, sm_100a, sm_100f, sm_103, sm_103a, sm_110, sm_120, sm_120a, sm_121)\n");
+  CHECK(LoadErrors(std::string(kKernel) + "archs: [sm_52]\n") ==
+        "k.yaml:15:9: error: unknown arch 'sm_52' (CUDA 13 supports: sm_75, sm_80, sm_86, sm_87, sm_89, "
+        "sm_90, sm_90a, sm_100, sm_100a, sm_100f, sm_103, sm_103a, sm_110, sm_120, sm_120a, sm_121)\n");
+}
+
+TEST_CASE("missing source") {
+  CHECK(LoadErrors(Replace(kKernel, "source: va.cuh", "source: ../nowhere/va.cuh")) ==
+        "k.yaml:2:9: error: source file '../nowhere/va.cuh' not found (looked for ../nowhere/va.cuh)\n");
+}
+
+TEST_CASE("missing kernel manifest") {
+  CHECK(LoadErrors(kKernel, "package: demo\narchs: [sm_80]\nkernels: [k.yaml, gone.yaml]\n") ==
+        "package.yaml:3:19: error: kernel manifest 'gone.yaml' not found (looked for gone.yaml)\n");
+}
+
+TEST_CASE("identifiers that are not C identifiers") {
+  CHECK(LoadErrors(Replace(kKernel, "kernel: vector_add", "kernel: vector-add")) ==
+        "k.yaml:1:9: error: kernel name 'vector-add' is not a valid C identifier\n");
+  CHECK(LoadErrors(Replace(kKernel, "{name: n,", "{name: int,")) ==
+        "k.yaml:11:12: error: param name 'int' is not a valid C identifier\n");
+  CHECK(LoadErrors(Replace(kKernel, "kernel: vector_add", "kernel: \"x); system(1); (\"")) ==
+        "k.yaml:1:9: error: kernel name 'x); system(1); (' is not a valid C identifier\n");
+  CHECK(LoadErrors(Replace(kKernel, "{name: T,", "{name: __T,")) ==
+        "k.yaml:5:12: error: constexpr name '__T' is not a valid C identifier\n"
+        "k.yaml:8:21: error: unknown type 'T' (expected a dtype constexpr or one of: f32, f16, bf16, f64, i8, "
+        "i16, i32, i64, u8, u16, u32, u64, bool)\n"
+        "k.yaml:9:21: error: unknown type 'T' (expected a dtype constexpr or one of: f32, f16, bf16, f64, i8, "
+        "i16, i32, i64, u8, u16, u32, u64, bool)\n"
+        "k.yaml:10:23: error: unknown type 'T' (expected a dtype constexpr or one of: f32, f16, bf16, f64, i8, "
+        "i16, i32, i64, u8, u16, u32, u64, bool)\n");
+  CHECK(LoadErrors(kKernel, "package: my-lib\narchs: [sm_80]\nkernels: [k.yaml]\n") ==
+        "package.yaml:1:10: error: package name 'my-lib' is not a valid C identifier\n");
+}
+
+TEST_CASE("missing required keys") {
+  CHECK(LoadErrors(Replace(kKernel, "entry: va\n", "")) ==
+        "k.yaml:1:1: error: a kernel manifest is missing required key 'entry'\n");
+  CHECK(LoadErrors(kKernel, "package: demo\nkernels: [k.yaml]\n") ==
+        "package.yaml:1:1: error: the package file is missing required key 'archs'\n");
+}
+
+TEST_CASE("not YAML at all") {
+  CHECK(LoadErrors("kernel: [unclosed\n") == "k.yaml:2:1: error: end of sequence flow not found\n");
+}
+
+TEST_CASE("exclusions name real constexprs and values") {
+  CHECK(LoadErrors(std::string(kKernel) + "exclude:\n  - {T: f64}\n") ==
+        "k.yaml:16:9: error: 'f64' is not one of the values of 'T'\n");
+  CHECK(LoadErrors(std::string(kKernel) + "exclude:\n  - {U: f32}\n") ==
+        "k.yaml:16:6: error: exclude names unknown constexpr 'U'\n");
+}
+
+TEST_CASE("launch expressions are parsed and checked") {
+  CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"cdiv(n, BLOCK\"")) ==
+        "k.yaml:13:23: error: expected ')' or ',' in call of cdiv()\n");
+  CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"cdiv(m, BLOCK)\"")) ==
+        "k.yaml:13:15: error: unknown name 'm' in expression\n");
+  CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"cdiv(x, BLOCK)\"")) ==
+        "k.yaml:13:15: error: 'x' is not an integer parameter\n");
+  CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"n; exit(0)\"")) ==
+        "k.yaml:13:11: error: unexpected ';' in expression\n");
+  CHECK(LoadErrors(std::string(kKernel) + "  launch_bounds: n\n") ==
+        "k.yaml:15:18: error: 'n' is a runtime parameter; only constexprs are allowed here\n");
+  CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"pow(n, 2)\"")) ==
+        "k.yaml:13:10: error: unknown function 'pow' (expected min, max, cdiv or sizeof)\n");
+}
+
+TEST_CASE("names are unique across constexprs and params") {
+  CHECK(LoadErrors(Replace(kKernel, "{name: n,", "{name: BLOCK,")) ==
+        "k.yaml:11:5: error: name 'BLOCK' is used twice among constexprs and params (or is 'stream')\n"
+        "k.yaml:13:15: error: unknown name 'n' in expression\n");
+  CHECK(LoadErrors(Replace(kKernel, "{name: n,", "{name: kpack_n,")) ==
+        "k.yaml:11:5: error: name 'kpack_n' is reserved (kpack_ prefix)\n"
+        "k.yaml:13:15: error: unknown name 'n' in expression\n");
+}
+
+TEST_CASE("param types") {
+  CHECK(LoadErrors(Replace(kKernel, "type: i64}", "type: const i64}")) ==
+        "k.yaml:11:21: error: type 'const i64': const applies only to pointers\n");
+  CHECK(LoadErrors(Replace(kKernel, "type: i64}", "type: T}")) ==
+        "k.yaml:11:21: error: type 'T': a dtype constexpr can only be used behind a pointer\n");
+  CHECK(LoadErrors(Replace(kKernel, "type: i64}", "type: i64**}")) ==
+        "k.yaml:11:21: error: malformed type 'i64**' (expected [const] TYPE[*])\n");
+}
+
+TEST_CASE("IsCIdentifier") {
+  CHECK(kpack::IsCIdentifier("vector_add"));
+  CHECK(kpack::IsCIdentifier("_x1"));
+  CHECK_FALSE(kpack::IsCIdentifier(""));
+  CHECK_FALSE(kpack::IsCIdentifier("1x"));
+  CHECK_FALSE(kpack::IsCIdentifier("a b"));
+  CHECK_FALSE(kpack::IsCIdentifier("while"));
+  CHECK_FALSE(kpack::IsCIdentifier("class"));
+  CHECK_FALSE(kpack::IsCIdentifier("_Upper"));
+  CHECK_FALSE(kpack::IsCIdentifier("a\xc3\xa9"));
+}
+
+TEST_CASE("shell metacharacters in flags and source paths are refused") {
+  // nvcc runs its sub-steps through /bin/sh: these would execute.
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [\"-DX=$(reboot)\"]\n") ==
+        "k.yaml:15:14: error: nvcc flag '-DX=$(reboot)' contains '$'; nvcc passes flags through a shell, so kpack "
+        "refuses shell metacharacters (give each option and value as its own list entry)\n");
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [\"-Xptxas -v\"]\n") ==
+        "k.yaml:15:14: error: nvcc flag '-Xptxas -v' contains a space; nvcc passes flags through a shell, so kpack "
+        "refuses shell metacharacters (give each option and value as its own list entry)\n");
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-Xptxas, -v, -lineinfo, -DN=4]\n") == "");
+  CHECK(LoadErrors(Replace(kKernel, "source: va.cuh", "source: \"a;b/va.cuh\"")) ==
+        "k.yaml:2:9: error: source path 'a;b/va.cuh' contains ';'; nvcc passes include paths through a shell, so "
+        "kpack refuses shell metacharacters\n");
+}

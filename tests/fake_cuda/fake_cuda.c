@@ -1,0 +1,755 @@
+/*
+ * fake_cuda.c - a fake CUDA driver for the runtime tests.  See fake_cuda.h
+ * for what it models and how tests control it.
+ *
+ * Built twice: libfakecuda.so with every entry point the runtime uses, and
+ * (with FAKE_CUDA_OLD_DRIVER) libfakecuda_old.so without the library/kernel
+ * API of CUDA 12, to stand in for a driver that is too old.
+ *
+ * Synchronization is chosen so that ThreadSanitizer can still see races in
+ * the runtime:
+ *   - counters and settings are relaxed atomics, which create no
+ *     happens-before edges between threads;
+ *   - cuCtxGetDevice and cuLaunchKernel take no lock;
+ *   - cuLaunchKernel reads the plain fields that cuLibraryGetKernel,
+ *     cuKernelGetFunction and cuKernelSetAttribute wrote (under g_lock)
+ *     without a lock, so a launch that the runtime did not order after them
+ *     (release/acquire on its state) is reported as a data race.
+ */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
+#include "fake_cuda.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- Call counters ------------------------------------------------------ */
+
+/* Counted functions; index into g_counts and g_fail_next. */
+enum {
+  FN_INIT,
+  FN_GET_ERROR_NAME,
+  FN_CTX_GET_DEVICE,
+  FN_DEVICE_GET_ATTRIBUTE,
+  FN_MEM_GET_INFO,
+  FN_LIBRARY_LOAD_DATA,
+  FN_LIBRARY_GET_KERNEL,
+  FN_LIBRARY_UNLOAD,
+  FN_KERNEL_GET_FUNCTION,
+  FN_KERNEL_SET_ATTRIBUTE,
+  FN_LAUNCH_KERNEL,
+  FN_LAZY_MODULE_LOAD,
+  FN_COUNT
+};
+
+static const char *const k_fn_names[FN_COUNT] = {
+    "cuInit",
+    "cuGetErrorName",
+    "cuCtxGetDevice",
+    "cuDeviceGetAttribute",
+    "cuMemGetInfo_v2",
+    "cuLibraryLoadData",
+    "cuLibraryGetKernel",
+    "cuLibraryUnload",
+    "cuKernelGetFunction",
+    "cuKernelSetAttribute",
+    "cuLaunchKernel",
+    "lazy_module_load",
+};
+
+static _Atomic(unsigned long long) g_counts[FN_COUNT];
+static _Atomic(unsigned long long) g_device_counts[FN_COUNT][FAKE_CUDA_MAX_DEVICES];
+static _Atomic(int) g_fail_next[FN_COUNT]; /* 0: none pending */
+
+/* Returns the index of function `name`, or -1. */
+static int fn_index(const char *name) {
+  for (int i = 0; name != NULL && i < FN_COUNT; ++i) {
+    if (strcmp(name, k_fn_names[i]) == 0) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/* Counts a call of `fn`, on `device` when it is a valid ordinal. */
+static void count_call(int fn, int device) {
+  atomic_fetch_add_explicit(&g_counts[fn], 1, memory_order_relaxed);
+  if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES) {
+    atomic_fetch_add_explicit(&g_device_counts[fn][device], 1, memory_order_relaxed);
+  }
+}
+
+/* Returns and clears the failure injected for `fn`, or CUDA_SUCCESS. */
+static CUresult take_failure(int fn) {
+  if (atomic_load_explicit(&g_fail_next[fn], memory_order_relaxed) == 0) {
+    return CUDA_SUCCESS;
+  }
+  return (CUresult)atomic_exchange_explicit(&g_fail_next[fn], 0, memory_order_relaxed);
+}
+
+/* ---- Settings ------------------------------------------------------------ */
+
+static _Atomic(int) g_initialized;
+static _Atomic(int) g_device_count = 1;
+static _Atomic(int) g_cc_major[FAKE_CUDA_MAX_DEVICES];
+static _Atomic(int) g_cc_minor[FAKE_CUDA_MAX_DEVICES];
+static _Atomic(int) g_default_device;
+static _Atomic(unsigned) g_load_delay_us;
+static _Atomic(size_t) g_mem_free = (size_t)1 << 30;
+static _Atomic(size_t) g_mem_total = (size_t)16 << 30;
+static _Atomic(int) g_max_smem_optin = 227 * 1024;
+static _Atomic(int) g_last_smem_attribute;
+static _Atomic(const void *) g_last_image;
+
+/* Per-thread current device; FAKE_CUDA_FOLLOW_DEFAULT: the default. */
+static _Thread_local int tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
+static _Thread_local fake_cuda_launch tl_last_launch;
+static _Thread_local int tl_has_launch;
+
+/* Valid stream handles. */
+static char g_streams[4];
+
+/* Returns the calling thread's current device, or -1 for no context. */
+static int current_device(void) {
+  return tl_device != FAKE_CUDA_FOLLOW_DEFAULT
+             ? tl_device
+             : atomic_load_explicit(&g_default_device, memory_order_relaxed);
+}
+
+/* Returns whether `device` is an ordinal of an existing fake device. */
+static int device_exists(int device) {
+  return device >= 0 && device < atomic_load_explicit(&g_device_count, memory_order_relaxed);
+}
+
+/* ---- Libraries, kernels, functions ---------------------------------------- */
+
+#define MAX_LIBRARIES 256
+#define MAX_KERNELS_PER_LIBRARY 4
+#define MAX_ENTRY_NAME 96
+
+/* The CUfunction of a kernel in one device's context. */
+typedef struct fake_function {
+  int device;
+} fake_function;
+
+/* A CUkernel.  Fields are written under g_lock and read by cuLaunchKernel
+   without it (see the file comment). */
+typedef struct fake_kernel {
+  int used;
+  struct fake_library *library;
+  char entry[MAX_ENTRY_NAME];
+  int num_params;
+  int resolved_on[FAKE_CUDA_MAX_DEVICES];  /* cuKernelGetFunction called */
+  int smem_limit[FAKE_CUDA_MAX_DEVICES];   /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  fake_function functions[FAKE_CUDA_MAX_DEVICES];
+} fake_kernel;
+
+/* A CUlibrary. */
+typedef struct fake_library {
+  int live;
+  const char *image;
+  fake_kernel kernels[MAX_KERNELS_PER_LIBRARY];
+} fake_library;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static fake_library g_libraries[MAX_LIBRARIES]; /* guarded by g_lock */
+static int g_num_libraries;                    /* guarded by g_lock */
+static _Atomic(int) g_live_libraries;
+
+/* ---- Driver entry points ---------------------------------------------------- */
+
+/* Marks CUDA initialized; flags must be 0, as the driver requires. */
+EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
+  count_call(FN_INIT, -1);
+  CUresult r = take_failure(FN_INIT);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (Flags != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  atomic_store_explicit(&g_initialized, 1, memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+/* Returns CUDA_ERROR_NOT_INITIALIZED before cuInit, like the driver. */
+static CUresult check_initialized(void) {
+  return atomic_load_explicit(&g_initialized, memory_order_relaxed) ? CUDA_SUCCESS
+                                                                    : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* The driver's names for the codes the tests use; others are unknown. */
+EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+  count_call(FN_GET_ERROR_NAME, -1);
+  static const struct {
+    CUresult code;
+    const char *name;
+  } names[] = {
+      {CUDA_SUCCESS, "CUDA_SUCCESS"},
+      {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+      {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
+      {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED"},
+      {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"},
+      {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE"},
+      {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE"},
+      {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
+      {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU"},
+      {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
+      {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND"},
+      {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+      {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN"},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    if (names[i].code == error) {
+      *pStr = names[i].name;
+      return CUDA_SUCCESS;
+    }
+  }
+  *pStr = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The thread's current device; CUDA_ERROR_INVALID_CONTEXT when none. */
+EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
+  count_call(FN_CTX_GET_DEVICE, -1);
+  CUresult r = take_failure(FN_CTX_GET_DEVICE);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  int dev = current_device();
+  if (dev < 0) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  *device = dev;
+  return CUDA_SUCCESS;
+}
+
+/* Compute capability and opt-in shared memory of a configured device. */
+EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+  count_call(FN_DEVICE_GET_ATTRIBUTE, dev);
+  CUresult r = take_failure(FN_DEVICE_GET_ATTRIBUTE);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (!device_exists(dev)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  switch (attrib) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *pi = atomic_load_explicit(&g_cc_major[dev], memory_order_relaxed);
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *pi = atomic_load_explicit(&g_cc_minor[dev], memory_order_relaxed);
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *pi = atomic_load_explicit(&g_max_smem_optin, memory_order_relaxed);
+    break;
+  default:
+    *pi = 0;
+    break;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* The configured free and total memory (cuMemGetInfo_v2 via cuda.h). */
+EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  count_call(FN_MEM_GET_INFO, current_device());
+  CUresult r = take_failure(FN_MEM_GET_INFO);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (current_device() < 0) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  *free_bytes = atomic_load_explicit(&g_mem_free, memory_order_relaxed);
+  *total_bytes = atomic_load_explicit(&g_mem_total, memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+/* ---- The library API of CUDA 12 (what an old driver lacks) ----------------- */
+
+#ifndef FAKE_CUDA_OLD_DRIVER
+
+/* Sleeps for the configured load delay. */
+static void load_delay(void) {
+  unsigned us = atomic_load_explicit(&g_load_delay_us, memory_order_relaxed);
+  if (us > 0) {
+    struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Returns the live library `handle`, or NULL. */
+static fake_library *find_library(const void *handle) {
+  for (int i = 0; i < MAX_LIBRARIES; ++i) {
+    if (handle == &g_libraries[i] && g_libraries[i].live) {
+      return &g_libraries[i];
+    }
+  }
+  return NULL;
+}
+
+/* Returns the CUkernel `handle` if it belongs to a live library, else NULL. */
+static fake_kernel *find_kernel(const void *handle) {
+  const char *p = (const char *)handle;
+  const char *base = (const char *)g_libraries;
+  if (p < base || p >= base + sizeof g_libraries) {
+    return NULL;
+  }
+  size_t index = (size_t)(p - base) / sizeof(fake_library);
+  fake_library *lib = &g_libraries[index];
+  for (int j = 0; j < MAX_KERNELS_PER_LIBRARY; ++j) {
+    if (handle == &lib->kernels[j]) {
+      return lib->live && lib->kernels[j].used ? &lib->kernels[j] : NULL;
+    }
+  }
+  return NULL;
+}
+
+/* Returns the kernel whose CUfunction `handle` is, setting *device; NULL if
+   `handle` is no function of a live kernel. */
+static fake_kernel *find_function(const void *handle, int *device) {
+  const char *p = (const char *)handle;
+  const char *base = (const char *)g_libraries;
+  if (p < base || p >= base + sizeof g_libraries) {
+    return NULL;
+  }
+  fake_library *lib = &g_libraries[(size_t)(p - base) / sizeof(fake_library)];
+  for (int j = 0; j < MAX_KERNELS_PER_LIBRARY; ++j) {
+    fake_kernel *k = &lib->kernels[j];
+    const fake_function *first = &k->functions[0];
+    const fake_function *last = &k->functions[FAKE_CUDA_MAX_DEVICES - 1];
+    if (handle >= (const void *)first && handle <= (const void *)last) {
+      *device = (int)((const fake_function *)handle - first);
+      return lib->live && k->used && (const fake_function *)handle == &k->functions[*device] ? k
+                                                                                            : NULL;
+    }
+  }
+  return NULL;
+}
+
+/*
+ * Looks `entry` up in a fake fatbin image; returns its parameter count, or -1
+ * if the image does not list it.
+ */
+static int image_entry_params(const char *image, const char *entry) {
+  size_t n = strlen(entry);
+  const char *p = image + strlen(FAKE_CUDA_FATBIN_MAGIC) - 1; /* at a '|' */
+  while ((p = strchr(p, '|')) != NULL) {
+    ++p;
+    if (strncmp(p, entry, n) == 0 && p[n] == ':') {
+      return atoi(p + n + 1);
+    }
+  }
+  return -1;
+}
+
+/* Records the image and loads it if it is a fake fatbin; any option is
+   rejected, since kpack passes none. */
+EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
+                                          CUjit_option *jitOptions, void **jitOptionsValues,
+                                          unsigned int numJitOptions,
+                                          CUlibraryOption *libraryOptions,
+                                          void **libraryOptionValues,
+                                          unsigned int numLibraryOptions) {
+  count_call(FN_LIBRARY_LOAD_DATA, current_device());
+  atomic_store_explicit(&g_last_image, code, memory_order_relaxed);
+  load_delay();
+  CUresult r = take_failure(FN_LIBRARY_LOAD_DATA);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  /* kpack passes no options; anything else would be a runtime bug. */
+  if (library == NULL || code == NULL || jitOptions != NULL || jitOptionsValues != NULL ||
+      numJitOptions != 0 || libraryOptions != NULL || libraryOptionValues != NULL ||
+      numLibraryOptions != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (strncmp((const char *)code, FAKE_CUDA_FATBIN_MAGIC, strlen(FAKE_CUDA_FATBIN_MAGIC)) != 0) {
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  pthread_mutex_lock(&g_lock);
+  if (g_num_libraries == MAX_LIBRARIES) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    fake_library *lib = &g_libraries[g_num_libraries++];
+    lib->live = 1;
+    lib->image = (const char *)code;
+    *library = (CUlibrary)lib;
+    atomic_fetch_add_explicit(&g_live_libraries, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return r;
+}
+
+/* Returns lib's kernel for `entry`, creating it; NULL if lib has no room.
+   Called with g_lock held. */
+static fake_kernel *library_kernel(fake_library *lib, const char *entry, int num_params) {
+  for (int j = 0; j < MAX_KERNELS_PER_LIBRARY; ++j) {
+    fake_kernel *k = &lib->kernels[j];
+    if (k->used && strcmp(k->entry, entry) == 0) {
+      return k;
+    }
+    if (!k->used) {
+      k->used = 1;
+      k->library = lib;
+      snprintf(k->entry, sizeof k->entry, "%s", entry);
+      k->num_params = num_params;
+      for (int d = 0; d < FAKE_CUDA_MAX_DEVICES; ++d) {
+        k->functions[d].device = d;
+      }
+      return k;
+    }
+  }
+  return NULL;
+}
+
+/* The library's CUkernel for an entry its image lists (the same handle
+   each time); CUDA_ERROR_NOT_FOUND for others. */
+EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
+                                           const char *name) {
+  count_call(FN_LIBRARY_GET_KERNEL, current_device());
+  CUresult r = take_failure(FN_LIBRARY_GET_KERNEL);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (pKernel == NULL || name == NULL) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  pthread_mutex_lock(&g_lock);
+  fake_library *lib = find_library(library);
+  int num_params = lib != NULL ? image_entry_params(lib->image, name) : -1;
+  if (lib == NULL) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else if (num_params < 0) {
+    r = CUDA_ERROR_NOT_FOUND;
+  } else {
+    fake_kernel *k = library_kernel(lib, name, num_params);
+    if (k == NULL) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      *pKernel = (CUkernel)k;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return r;
+}
+
+/* Unloads a live library; its handles become invalid. */
+EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
+  count_call(FN_LIBRARY_UNLOAD, -1);
+  CUresult r = take_failure(FN_LIBRARY_UNLOAD);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  pthread_mutex_lock(&g_lock);
+  fake_library *lib = find_library(library);
+  if (lib == NULL) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    lib->live = 0;
+    atomic_fetch_sub_explicit(&g_live_libraries, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return r;
+}
+
+/* The kernel's CUfunction in the current device's context; marks the
+   kernel resolved there (see lazy_module_load). */
+EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+  int dev = current_device();
+  count_call(FN_KERNEL_GET_FUNCTION, dev);
+  load_delay();
+  CUresult r = take_failure(FN_KERNEL_GET_FUNCTION);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (dev < 0) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  pthread_mutex_lock(&g_lock);
+  fake_kernel *k = find_kernel(kernel);
+  if (k == NULL || pFunc == NULL) {
+    r = k == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+  } else {
+    k->resolved_on[dev] = 1;
+    *pFunc = (CUfunction)&k->functions[dev];
+  }
+  pthread_mutex_unlock(&g_lock);
+  return r;
+}
+
+/* Sets MAX_DYNAMIC_SHARED_SIZE_BYTES of a kernel on a device, up to the
+   opt-in limit; the only attribute kpack sets. */
+EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val,
+                                             CUkernel kernel, CUdevice dev) {
+  count_call(FN_KERNEL_SET_ATTRIBUTE, dev);
+  load_delay();
+  CUresult r = take_failure(FN_KERNEL_SET_ATTRIBUTE);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (!device_exists(dev)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  /* The runtime only ever sets this attribute. */
+  if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || val < 0 ||
+      val > atomic_load_explicit(&g_max_smem_optin, memory_order_relaxed)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  pthread_mutex_lock(&g_lock);
+  fake_kernel *k = find_kernel(kernel);
+  if (k == NULL) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    k->smem_limit[dev] = val;
+    atomic_store_explicit(&g_last_smem_attribute, val, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return r;
+}
+
+/* Returns whether `stream` is NULL (legacy default) or a fake stream. */
+static int stream_is_valid(const void *stream) {
+  const char *p = (const char *)stream;
+  return p == NULL || (p >= g_streams && p < g_streams + sizeof g_streams);
+}
+
+/*
+ * Resolves the launched handle: a CUkernel (what kpack passes) or a
+ * CUfunction of the current device.  Returns the kernel or NULL.
+ */
+static fake_kernel *launched_kernel(const void *f, int dev, int *was_kernel) {
+  fake_kernel *k = find_kernel(f);
+  *was_kernel = k != NULL;
+  if (k == NULL) {
+    int fdev = -1;
+    k = find_function(f, &fdev);
+    if (k != NULL && fdev != dev) {
+      k = NULL; /* a function of another context */
+    }
+  }
+  return k;
+}
+
+/* Checks launch dimensions and shared memory the way the driver does. */
+static CUresult check_launch_config(const fake_kernel *k, int dev, const unsigned grid[3],
+                                    const unsigned block[3], unsigned smem) {
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || block[0] == 0 || block[1] == 0 ||
+      block[2] == 0 || (unsigned long long)block[0] * block[1] * block[2] > 1024) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (smem > 48 * 1024 && (int)smem > k->smem_limit[dev]) {
+    return CUDA_ERROR_INVALID_VALUE; /* the limit was not raised */
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Records a successful launch as the calling thread's last one. */
+static void record_launch(const void *f, int was_kernel, const fake_kernel *k, int dev,
+                          const unsigned grid[3], const unsigned block[3], unsigned smem,
+                          const void *stream, void **params, void **extra) {
+  fake_cuda_launch *l = &tl_last_launch;
+  memset(l, 0, sizeof *l);
+  l->function = f;
+  l->was_kernel = was_kernel;
+  l->entry = k->entry;
+  l->device = dev;
+  memcpy(l->grid, grid, sizeof l->grid);
+  memcpy(l->block, block, sizeof l->block);
+  l->smem = smem;
+  l->stream = stream;
+  l->params = params;
+  l->num_params = k->num_params;
+  for (int i = 0; i < k->num_params && i < FAKE_CUDA_MAX_PARAMS; ++i) {
+    l->param_values[i] = params[i];
+  }
+  l->extra = extra;
+  tl_has_launch = 1;
+}
+
+/* Validates the launch as the driver would (context, stream, handle,
+   dimensions, shared-memory limit, parameters) and records it. */
+EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                       unsigned int gridDimZ, unsigned int blockDimX,
+                                       unsigned int blockDimY, unsigned int blockDimZ,
+                                       unsigned int sharedMemBytes, CUstream hStream,
+                                       void **kernelParams, void **extra) {
+  int dev = current_device();
+  count_call(FN_LAUNCH_KERNEL, dev);
+  CUresult r = take_failure(FN_LAUNCH_KERNEL);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (dev < 0) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (!stream_is_valid(hStream)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  int was_kernel = 0;
+  fake_kernel *k = launched_kernel(f, dev, &was_kernel);
+  if (k == NULL) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
+  const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  r = check_launch_config(k, dev, grid, block, sharedMemBytes);
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (k->num_params > 0 && kernelParams == NULL) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!k->resolved_on[dev]) {
+    count_call(FN_LAZY_MODULE_LOAD, dev);
+  }
+  record_launch(f, was_kernel, k, dev, grid, block, sharedMemBytes, hStream, kernelParams, extra);
+  return CUDA_SUCCESS;
+}
+
+#endif /* FAKE_CUDA_OLD_DRIVER */
+
+/* ---- Control interface (fake_cuda.h) ------------------------------------------- */
+/* Each function below is documented at its member of fake_cuda_api in
+   fake_cuda.h, in the same order.  Settings are relaxed atomics; see the
+   file comment for why. */
+
+EXPORT void fake_cuda_reset(void) {
+  pthread_mutex_lock(&g_lock);
+  memset(g_libraries, 0, sizeof g_libraries);
+  g_num_libraries = 0;
+  pthread_mutex_unlock(&g_lock);
+  for (int fn = 0; fn < FN_COUNT; ++fn) {
+    atomic_store_explicit(&g_counts[fn], 0, memory_order_relaxed);
+    atomic_store_explicit(&g_fail_next[fn], 0, memory_order_relaxed);
+    for (int d = 0; d < FAKE_CUDA_MAX_DEVICES; ++d) {
+      atomic_store_explicit(&g_device_counts[fn][d], 0, memory_order_relaxed);
+    }
+  }
+  for (int d = 0; d < FAKE_CUDA_MAX_DEVICES; ++d) {
+    atomic_store_explicit(&g_cc_major[d], 8, memory_order_relaxed);
+    atomic_store_explicit(&g_cc_minor[d], 0, memory_order_relaxed);
+  }
+  atomic_store_explicit(&g_initialized, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_device_count, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_default_device, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_load_delay_us, 0u, memory_order_relaxed);
+  atomic_store_explicit(&g_mem_free, (size_t)1 << 30, memory_order_relaxed);
+  atomic_store_explicit(&g_mem_total, (size_t)16 << 30, memory_order_relaxed);
+  atomic_store_explicit(&g_max_smem_optin, 227 * 1024, memory_order_relaxed);
+  atomic_store_explicit(&g_last_smem_attribute, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_last_image, NULL, memory_order_relaxed);
+  atomic_store_explicit(&g_live_libraries, 0, memory_order_relaxed);
+  tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
+  tl_has_launch = 0;
+}
+
+/* Starts from the reset state, so a test that forgets to reset still sees
+   the documented defaults. */
+__attribute__((constructor)) static void fake_cuda_load(void) { fake_cuda_reset(); }
+
+EXPORT void fake_cuda_set_device_count(int count) {
+  atomic_store_explicit(&g_device_count, count, memory_order_relaxed);
+}
+
+EXPORT void fake_cuda_set_compute_capability(int device, int major, int minor) {
+  if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES) {
+    atomic_store_explicit(&g_cc_major[device], major, memory_order_relaxed);
+    atomic_store_explicit(&g_cc_minor[device], minor, memory_order_relaxed);
+  }
+}
+
+EXPORT void fake_cuda_set_current_device(int device) { tl_device = device; }
+
+EXPORT void fake_cuda_set_default_device(int device) {
+  atomic_store_explicit(&g_default_device, device, memory_order_relaxed);
+}
+
+EXPORT int fake_cuda_fail_next(const char *function, int cu_result) {
+  int fn = fn_index(function);
+  if (fn < 0) {
+    return -1;
+  }
+  atomic_store_explicit(&g_fail_next[fn], cu_result, memory_order_relaxed);
+  return 0;
+}
+
+EXPORT void fake_cuda_set_load_delay_us(unsigned microseconds) {
+  atomic_store_explicit(&g_load_delay_us, microseconds, memory_order_relaxed);
+}
+
+EXPORT void fake_cuda_set_mem_info(size_t free_bytes, size_t total_bytes) {
+  atomic_store_explicit(&g_mem_free, free_bytes, memory_order_relaxed);
+  atomic_store_explicit(&g_mem_total, total_bytes, memory_order_relaxed);
+}
+
+EXPORT void fake_cuda_set_max_smem_optin(int bytes) {
+  atomic_store_explicit(&g_max_smem_optin, bytes, memory_order_relaxed);
+}
+
+EXPORT unsigned long long fake_cuda_count(const char *function) {
+  int fn = fn_index(function);
+  return fn < 0 ? ~0ull : atomic_load_explicit(&g_counts[fn], memory_order_relaxed);
+}
+
+EXPORT unsigned long long fake_cuda_count_on_device(const char *function, int device) {
+  int fn = fn_index(function);
+  if (fn < 0 || device < 0 || device >= FAKE_CUDA_MAX_DEVICES) {
+    return ~0ull;
+  }
+  return atomic_load_explicit(&g_device_counts[fn][device], memory_order_relaxed);
+}
+
+EXPORT int fake_cuda_live_libraries(void) {
+  return atomic_load_explicit(&g_live_libraries, memory_order_relaxed);
+}
+
+EXPORT const void *fake_cuda_last_image(void) {
+  return atomic_load_explicit(&g_last_image, memory_order_relaxed);
+}
+
+EXPORT int fake_cuda_last_smem_attribute(void) {
+  return atomic_load_explicit(&g_last_smem_attribute, memory_order_relaxed);
+}
+
+EXPORT void *fake_cuda_stream(int i) {
+  return i >= 0 && i < (int)sizeof g_streams ? &g_streams[i] : NULL;
+}
+
+EXPORT int fake_cuda_last_launch(fake_cuda_launch *out) {
+  if (!tl_has_launch) {
+    return 0;
+  }
+  *out = tl_last_launch;
+  return 1;
+}
+
+EXPORT const char *fake_cuda_kernel_entry(const void *handle) {
+#ifdef FAKE_CUDA_OLD_DRIVER
+  (void)handle;
+  return NULL;
+#else
+  pthread_mutex_lock(&g_lock);
+  const fake_kernel *k = find_kernel(handle);
+  pthread_mutex_unlock(&g_lock);
+  return k != NULL ? k->entry : NULL;
+#endif
+}

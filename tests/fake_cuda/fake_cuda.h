@@ -1,0 +1,142 @@
+/*
+ * fake_cuda.h - control interface of the fake CUDA driver (libfakecuda.so)
+ * that the runtime tests load in place of libcuda.so.1.
+ *
+ * The fake exports the driver entry points the kpack runtime uses, with the
+ * names and C signatures of cuda.h, and these fake_cuda_* functions to
+ * configure it and inspect what the runtime did.  Tests dlopen() the same
+ * path the runtime is pointed at; the loader returns the same handle, so
+ * both see one fake.  fake_cuda_bind() resolves the control functions.
+ *
+ * A "fatbin" for the fake is a NUL-terminated string
+ *     "FAKEFATBIN1|<entry>:<number of parameters>|<entry>:<n>|..."
+ * cuLibraryLoadData rejects anything else with CUDA_ERROR_INVALID_IMAGE, and
+ * cuLibraryGetKernel finds only the entries listed, so tests can check that
+ * the runtime passed the right image and entry name.
+ *
+ * C and C++.
+ */
+#ifndef FAKE_CUDA_H
+#define FAKE_CUDA_H
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device ordinals the fake can model: more than the runtime tracks
+   (KPACK_MAX_DEVICES, 64), to test that limit. */
+#define FAKE_CUDA_MAX_DEVICES 80
+
+/* Parameters recorded per launch. */
+#define FAKE_CUDA_MAX_PARAMS 16
+
+/* Magic prefix of a fake fatbin. */
+#define FAKE_CUDA_FATBIN_MAGIC "FAKEFATBIN1|"
+
+/* fake_cuda_set_current_device(FAKE_CUDA_FOLLOW_DEFAULT): the calling thread
+   uses the default device again. */
+#define FAKE_CUDA_FOLLOW_DEFAULT (-2)
+
+/* What cuLaunchKernel received, recorded per thread. */
+typedef struct fake_cuda_launch {
+  const void *function;   /* the handle passed as CUfunction */
+  int was_kernel;         /* 1: a CUkernel from cuLibraryGetKernel; 0: a CUfunction */
+  const char *entry;      /* its entry name (valid until fake_cuda_reset) */
+  int device;             /* current device at the launch */
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned smem;
+  const void *stream;
+  void **params;          /* the kernelParams pointer itself */
+  int num_params;         /* from the fatbin's entry list */
+  void *param_values[FAKE_CUDA_MAX_PARAMS]; /* params[0..num_params) */
+  void **extra;
+} fake_cuda_launch;
+
+/* The control functions, as resolved by fake_cuda_bind(). */
+typedef struct fake_cuda_api {
+  /* Forgets all libraries, counters, failures and settings: 1 device of
+     compute capability 8.0, current on every thread; no delay; 1 GiB free
+     of 16 GiB; 227 KiB opt-in shared memory.  Marks CUDA uninitialized
+     (cuInit must be called again).  Call only while the runtime has
+     nothing loaded (after kpack_unload_all). */
+  void (*reset)(void);
+  void (*set_device_count)(int count);
+  void (*set_compute_capability)(int device, int major, int minor);
+  /* The calling thread's current device; -1: no current context;
+     FAKE_CUDA_FOLLOW_DEFAULT: use the default. */
+  void (*set_current_device)(int device);
+  /* The current device of threads that set none; -1: no context. */
+  void (*set_default_device)(int device);
+  /* The next call of `function` (e.g. "cuLibraryLoadData") returns
+     `cu_result` without doing anything.  Returns 0, or -1 for an unknown
+     function name. */
+  int (*fail_next)(const char *function, int cu_result);
+  /* Sleep in cuLibraryLoadData, cuKernelGetFunction and
+     cuKernelSetAttribute, to widen races. */
+  void (*set_load_delay_us)(unsigned microseconds);
+  void (*set_mem_info)(size_t free_bytes, size_t total_bytes);
+  void (*set_max_smem_optin)(int bytes);
+  /* Calls of `function` since reset (failed ones included), or ~0 for an
+     unknown name.  Besides driver functions: "lazy_module_load" counts
+     launches of a CUkernel on a device where cuKernelGetFunction was never
+     called for it (the driver would then load the module at launch). */
+  unsigned long long (*count)(const char *function);
+  /* As count(), for calls made on (or, for cuKernelSetAttribute, naming)
+     `device`.  Counted for cuKernelGetFunction, cuKernelSetAttribute,
+     cuLaunchKernel and lazy_module_load. */
+  unsigned long long (*count_on_device)(const char *function, int device);
+  /* Libraries loaded and not unloaded. */
+  int (*live_libraries)(void);
+  /* The `code` pointer of the last cuLibraryLoadData call. */
+  const void *(*last_image)(void);
+  /* The value of the last successful cuKernelSetAttribute. */
+  int (*last_smem_attribute)(void);
+  /* A valid stream handle, i in [0, 4); any other non-NULL CUstream is
+     rejected with CUDA_ERROR_INVALID_HANDLE. */
+  void *(*stream)(int i);
+  /* Copies the calling thread's last successful launch; returns 0 if it
+     made none since reset. */
+  int (*last_launch)(fake_cuda_launch *out);
+  /* The entry name of `handle` if it is a live CUkernel, else NULL. */
+  const char *(*kernel_entry)(const void *handle);
+} fake_cuda_api;
+
+/*
+ * Resolves every member of *api from `handle` (a dlopen of libfakecuda.so).
+ * Returns 0, or -1 naming nothing if a symbol is missing.
+ */
+static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
+  static const char *const names[] = {
+      "fake_cuda_reset", "fake_cuda_set_device_count", "fake_cuda_set_compute_capability",
+      "fake_cuda_set_current_device", "fake_cuda_set_default_device", "fake_cuda_fail_next",
+      "fake_cuda_set_load_delay_us", "fake_cuda_set_mem_info", "fake_cuda_set_max_smem_optin",
+      "fake_cuda_count", "fake_cuda_count_on_device", "fake_cuda_live_libraries",
+      "fake_cuda_last_image", "fake_cuda_last_smem_attribute", "fake_cuda_stream",
+      "fake_cuda_last_launch", "fake_cuda_kernel_entry"};
+  /* The members are function pointers in declaration order, all of the size
+     of void * (POSIX), so they are filled as an array; memcpy because C and
+     C++ have no portable void * to function pointer conversion. */
+  const size_t count = sizeof names / sizeof names[0];
+  if (handle == NULL || sizeof(fake_cuda_api) != count * sizeof(void *)) {
+    return -1;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    void *sym = dlsym(handle, names[i]);
+    if (sym == NULL) {
+      return -1;
+    }
+    memcpy((char *)api + i * sizeof(void *), &sym, sizeof sym);
+  }
+  return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FAKE_CUDA_H */

@@ -1,0 +1,72 @@
+/*
+ * fixtures.h - hand-written kernel descriptors for the runtime tests, behind
+ * a C interface that C++ can call (kpack_internal.h is C11 only).  The
+ * descriptors mimic what kpack generates; their "fatbins" are images for the
+ * fake driver (tests/fake_cuda/fake_cuda.h).
+ */
+#ifndef KPACK_TEST_FIXTURES_H
+#define KPACK_TEST_FIXTURES_H
+
+#include "kpack.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fx_id {
+  FX_VECTOR_ADD,     /* vector_add_f16_b256: SASS sm_80,sm_90; 4 parameters */
+  FX_SOFTMAX,        /* softmax_f32_b128: SASS sm_80,sm_90; 3 parameters */
+  FX_CROSS_ENTROPY,  /* cross_entropy_f32_b256: SASS sm_80,sm_90; 4 parameters */
+  FX_BIG_SMEM,       /* attention_tile64: SASS sm_80,sm_90; 2 parameters */
+  FX_NEWER_ABI,      /* newer_abi_spec: abi_version KPACK_ABI_VERSION + 1 */
+  FX_MISSING_ENTRY,  /* missing_entry_spec: its entry is not in its fatbin */
+  FX_BAD_IMAGE,      /* bad_image_spec: its fatbin is not one */
+  FX_PROBE,          /* probe_spec: archs set by fx_set_probe_archs(); 1 parameter */
+  FX_COUNT
+} fx_id;
+
+/* Arch code flags and constexpr kinds, as in kpack_internal.h (fixtures.c
+   checks that they agree). */
+#define FX_ARCH_SPECIFIC 0x10000u
+#define FX_ARCH_FAMILY 0x20000u
+#define FX_CONSTEXPR_INT 0
+#define FX_CONSTEXPR_BOOL 1
+#define FX_CONSTEXPR_DTYPE 2
+
+/* kpack_launch of fixture `id`. */
+kpack_status fx_launch(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t grid_y,
+                       uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z,
+                       uint32_t smem_bytes, void **args);
+
+/* kpack_launch with a NULL kernel. */
+kpack_status fx_launch_null(void);
+
+/* kpack_describe of fixture `id`, or with a NULL info when `info` is NULL. */
+kpack_status fx_describe(fx_id id, kpack_spec_info *info);
+
+/* The fatbin bytes and entry name of fixture `id`. */
+const void *fx_fatbin_data(fx_id id);
+const char *fx_entry(fx_id id);
+
+/*
+ * Replaces FX_PROBE's archs (copied; up to 8 of each).  Call only while
+ * FX_PROBE is not loaded (after kpack_unload_all).
+ */
+void fx_set_probe_archs(const uint32_t *sass, uint32_t num_sass, const char *sass_text,
+                        const uint32_t *ptx, uint32_t num_ptx, const char *ptx_text);
+
+/* Pass-throughs to the kpack_internal.h functions. */
+kpack_status fx_fail_no_specialization(const char *kernel, const char *built, int count,
+                                       const char *const *names, const int *kinds,
+                                       const int64_t *values);
+/* kpack_fail(status, "grid.y %u exceeds the device limit %u", value, limit). */
+kpack_status fx_fail_grid(kpack_status status, unsigned value, unsigned limit);
+void fx_set_driver_path(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KPACK_TEST_FIXTURES_H */

@@ -1,0 +1,87 @@
+/*
+ * test_env.h - shared set-up for the runtime tests: the fake driver's
+ * control interface, and FakeDriver, which gives each test a freshly reset
+ * fake and an unloaded runtime pointed at it.
+ *
+ * meson passes the fake's paths in the environment: FAKE_CUDA_PATH
+ * (libfakecuda.so) and FAKE_CUDA_OLD_PATH (libfakecuda_old.so, a "driver"
+ * without the CUDA 12 library API).
+ */
+#ifndef KPACK_TEST_ENV_H
+#define KPACK_TEST_ENV_H
+
+#include "fake_cuda.h"
+#include "fixtures.h"
+#include "kpack.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+
+namespace kpack_test {
+
+/* The value of environment variable `name`, or "" when unset. */
+inline std::string env_path(const char *name) {
+  const char *value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+/* Path of libfakecuda.so. */
+inline const std::string &fake_path() {
+  static const std::string path = env_path("FAKE_CUDA_PATH");
+  return path;
+}
+
+/*
+ * The fake's control functions, bound once.  The dlopen handle is kept for
+ * the life of the process, so the fake stays loaded (and these pointers
+ * valid) when kpack_unload_all() dlcloses the runtime's reference.
+ */
+inline const fake_cuda_api *fake_api() {
+  static fake_cuda_api api;
+  static const bool bound = [] {
+    void *handle = dlopen(fake_path().c_str(), RTLD_NOW | RTLD_LOCAL);
+    return fake_cuda_bind(&api, handle) == 0;
+  }();
+  return bound ? &api : nullptr;
+}
+
+/*
+ * Per-test environment: unloads the runtime, resets the fake (one sm_80
+ * device, current on every thread) and points the runtime at it; unloads
+ * again at the end so that no test sees another's state.
+ */
+class FakeDriver {
+ public:
+  FakeDriver() {
+    REQUIRE_FALSE(fake_path().empty()); // FAKE_CUDA_PATH must be set
+    api_ = fake_api();
+    REQUIRE(api_ != nullptr);           // the fake must load and export its API
+    kpack_unload_all();
+    api_->reset();
+    fx_set_driver_path(fake_path().c_str());
+  }
+  ~FakeDriver() {
+    kpack_unload_all();
+    fx_set_driver_path(fake_path().c_str());
+  }
+  FakeDriver(const FakeDriver &) = delete;
+  FakeDriver &operator=(const FakeDriver &) = delete;
+
+  const fake_cuda_api &operator*() const { return *api_; }
+  const fake_cuda_api *operator->() const { return api_; }
+
+  /* Calls of `function` the fake has seen since the reset. */
+  unsigned long long count(const char *function) const { return api_->count(function); }
+
+ private:
+  const fake_cuda_api *api_ = nullptr;
+};
+
+/* The calling thread's last error detail, as a std::string. */
+inline std::string detail() { return kpack_last_error_detail(); }
+
+} // namespace kpack_test
+
+#endif // KPACK_TEST_ENV_H
