@@ -250,6 +250,13 @@ static kpack_status device_cc(const kpack_driver *d, const kpack_kernel *k, CUde
   return KPACK_SUCCESS;
 }
 
+/* Cold path: fails unless k has code that runs on `dev` (see check_archs). */
+static kpack_status check_device_archs(const kpack_driver *d, const kpack_kernel *k, CUdevice dev) {
+  int cc = 0;
+  kpack_status s = device_cc(d, k, dev, &cc);
+  return s == KPACK_SUCCESS ? check_archs(k, dev, cc) : s;
+}
+
 /* ---- First use ----------------------------------------------------------------- */
 
 /* Fails with KPACK_ERROR_INVALID_ARGUMENT if a descriptor lacks what loading
@@ -478,11 +485,17 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   }
   kpack_kernel_state *st = k->state;
   uintptr_t kernel = atomic_load_explicit(&st->kernel, memory_order_acquire);
+  int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_acquire) != 0;
+  /* A device the library has no code for is refused before anything is
+     loaded: the driver would otherwise fail inside cuLibraryGetKernel with
+     a less helpful CUDA_ERROR_NO_BINARY_FOR_GPU. */
+  if (!ready && (s = check_device_archs(d, k, dev)) != KPACK_SUCCESS) {
+    return s;
+  }
   if (kernel == 0 && (s = ensure_loaded(d, k, dev, &kernel)) != KPACK_SUCCESS) {
     return s;
   }
-  if (atomic_load_explicit(&st->device_ready[dev], memory_order_acquire) == 0 &&
-      (s = ensure_device_ready(d, k, kernel, dev)) != KPACK_SUCCESS) {
+  if (!ready && (s = ensure_device_ready(d, k, kernel, dev)) != KPACK_SUCCESS) {
     return s;
   }
   if (smem_bytes > KPACK_DEFAULT_SMEM_LIMIT &&

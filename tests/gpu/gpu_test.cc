@@ -72,6 +72,9 @@ class DevBuf {
     total_ = kGuard + offset + bytes + kGuard;
     cuda_check(cudaMalloc(&base_, total_), "cudaMalloc");
     cuda_check(cudaMemset(base_, kPoison, total_), "cudaMemset");
+    // cudaMemset runs on the legacy default stream, which the test's
+    // non-blocking stream does not wait for: finish it before any launch.
+    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after poisoning");
   }
   ~DevBuf() { cudaFree(base_); }
   DevBuf(const DevBuf&) = delete;
@@ -85,6 +88,8 @@ class DevBuf {
 
   void upload(const void* host) {
     cuda_check(cudaMemcpy(get(), host, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    // A pageable H2D copy may return before its DMA lands (see above).
+    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after upload");
   }
   // Downloads the user region into `host` (bytes_ bytes); returns false when
   // any byte outside it (guards, alignment offset) lost its poison.

@@ -199,6 +199,9 @@ TEST_CASE("an sm_75 device against SASS for sm_80,sm_90 is KPACK_ERROR_NO_BINARY
   CHECK(detail() ==
         "vector_add_f16_b256: device 0 is sm_75; this library has SASS for sm_80,sm_90 and no PTX");
   CHECK(kpack_last_cu_result() == 0);
+  // Refused before loading: the real driver would otherwise fail inside
+  // cuLibraryGetKernel with its own, less helpful error (seen on an H200).
+  CHECK(fake.count("cuLibraryLoadData") == 0);
   CHECK(fake.count("cuKernelGetFunction") == 0);
   CHECK(fake.count("cuLaunchKernel") == 0);
 
