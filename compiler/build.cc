@@ -1,6 +1,8 @@
 #include "build.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <filesystem>
 #include <ostream>
 #include <set>
@@ -14,6 +16,7 @@
 #include "manifest.h"
 #include "pack.h"
 #include "plan.h"
+#include "triton.h"
 
 namespace kpack {
 namespace {
@@ -77,6 +80,25 @@ std::string Depfile(const BuildOptions& o, const Package& pkg, const std::vector
   return out + "\n";
 }
 
+// What Triton decided for each Triton specialization, over its archs: the
+// largest shared memory (a launch may pass more than a cubin needs, never
+// less); num_warps is the same for every arch.  Check already parsed all.
+std::map<const Specialization*, TritonLaunch> TritonLaunches(const Plan& plan,
+                                                              const std::vector<CompiledUnit>& compiled) {
+  std::map<const Specialization*, TritonLaunch> out;
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    if (!plan.units[i].triton) continue;
+    std::string error;
+    std::optional<TritonMeta> meta = ParseTritonMeta(compiled[i].meta, &error);
+    if (!meta) continue;
+    TritonLaunch& t = out[plan.units[i].spec];
+    t.shared = std::max(t.shared, meta->shared);
+    t.num_warps = meta->num_warps;
+    t.hidden_pointer_params = meta->hidden_pointer_params;
+  }
+  return out;
+}
+
 std::string WriteAll(const std::vector<std::pair<std::string, std::string>>& files) {
   for (const auto& [path, content] : files)
     if (std::string err = WriteFileAtomic(path, content); !err.empty()) return err;
@@ -126,10 +148,16 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   // plan: one unit per (specialization, arch), keyed by content.
   Plan plan;
   Toolchain toolchain{o.cuda_root + "/bin/nvcc", o.cuda_root + "/bin/fatbinary", ""};
+  TritonTools triton{o.python, o.triton_helper, ""};
   {
     PassTimer t("plan", o.perf, err);
     if (std::string e = ProbeToolchain(runner, toolchain); !e.empty()) diag.Error(e);
-    else plan = MakePlan(specs, toolchain.version);
+    for (const Kernel& k : pkg->kernels) {
+      if (k.language != Language::kTriton) continue;
+      if (std::string e = ProbeTriton(runner, triton); !e.empty()) diag.Error(k.loc, e);
+      break;
+    }
+    if (!diag.HasErrors()) plan = MakePlan(specs, ToolVersions{toolchain.version, triton.version});
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -140,7 +168,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     PassTimer t("compile", o.perf, err);
     CompileOptions co{o.work_dir, o.cache_dir.empty() ? o.work_dir + "/cache" : o.cache_dir,
                       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-                      toolchain};
+                      toolchain, triton};
     CompileUnits(plan, co, runner, compiled, stats, diag);
   }
   if (o.verbose || o.perf)
@@ -181,7 +209,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   // generate: the header and the launchers; written last, all together.
   {
     PassTimer t("generate", o.perf, err);
-    outputs.emplace_back(o.launcher_out, GenerateLauncherSource(*pkg, specs, gen));
+    outputs.emplace_back(o.launcher_out, GenerateLauncherSource(*pkg, specs, gen, TritonLaunches(plan, compiled)));
     outputs.emplace_back(o.header_out, GenerateHeader(*pkg, specs, gen));
     if (!o.depfile_out.empty()) outputs.emplace_back(o.depfile_out, Depfile(o, *pkg, compiled));
     if (std::string e = WriteAll(outputs); !e.empty()) diag.Error(e);

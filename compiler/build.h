@@ -18,6 +18,8 @@ struct BuildOptions {
   std::string depfile_out;    // optional Make depfile for Ninja
   std::string root = ".";     // project root, for the header banner
   std::string cuda_root = "/usr/local/cuda";
+  std::string python = "python3";   // for Triton kernels
+  std::string triton_helper;        // triton_helper.py; default: beside kpack
   std::string archs;          // "sm_80,sm_90" overrides the manifests
   std::string compress_mode;  // fatbinary --compress-mode, "" for default
   int jobs = 0;               // 0: one per core

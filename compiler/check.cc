@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include "cubin.h"
+#include "triton.h"
 
 namespace kpack {
 namespace {
@@ -35,7 +36,16 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
     diag.Error(k.loc, where + ": kernel symbol '" + s.symbol + "' is missing from the cubin");
     return;
   }
-  std::vector<std::pair<uint32_t, uint32_t>> expected = ExpectedLayout(s);
+  uint32_t hidden = 0;
+  if (u.triton) {
+    std::optional<TritonMeta> meta = ParseTritonMeta(c.meta, &error);
+    if (!meta) {
+      diag.Error(k.loc, where + ": " + error);
+      return;
+    }
+    hidden = meta->hidden_pointer_params;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> expected = ExpectedLayout(s, hidden);
   if (kernel->params.empty() && kernel->param_bytes > 4352) {
     // ptxas omits EIATTR_KPARAM_INFO for parameter blocks over 4352 bytes;
     // the manifest's types cannot reach that size, so this is a foreign cubin.
@@ -51,10 +61,12 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
   for (size_t i = 0; i < expected.size(); ++i) {
     const KernelParamInfo& got = kernel->params[i];
     if (got.ordinal == i && got.offset == expected[i].first && got.size == expected[i].second) continue;
-    const Param& p = k.params[i];
-    diag.Error(p.loc, where + ": parameter '" + p.name + "' (" + p.type_text + ") is at " +
-                          Layout(got.offset, got.size) + " in the cubin, but the launcher passes " +
-                          Layout(expected[i].first, expected[i].second));
+    const bool is_hidden = i >= k.params.size();
+    const SourceLoc& loc = is_hidden ? k.params_loc : k.params[i].loc;
+    std::string what = is_hidden ? "hidden parameter " + std::to_string(i - k.params.size()) + " (Triton's scratch pointer)"
+                                 : "parameter '" + k.params[i].name + "' (" + k.params[i].type_text + ")";
+    diag.Error(loc, where + ": " + what + " is at " + Layout(got.offset, got.size) +
+                        " in the cubin, but the launcher passes " + Layout(expected[i].first, expected[i].second));
   }
   facts.registers = kernel->registers;
   facts.static_shared_bytes = kernel->static_shared_bytes;
@@ -65,12 +77,14 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
 
 }  // namespace
 
-std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s) {
+std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers) {
+  std::vector<uint32_t> sizes;
+  for (const Param& p : s.kernel->params) sizes.push_back(ParamSize(p.type));
+  sizes.insert(sizes.end(), hidden_pointers, 8);
   std::vector<std::pair<uint32_t, uint32_t>> out;
   uint32_t offset = 0;
-  for (const Param& p : s.kernel->params) {
+  for (uint32_t size : sizes) {
     // Every kpack parameter type is naturally aligned: alignment == size.
-    uint32_t size = ParamSize(p.type);
     offset = (offset + size - 1) / size * size;
     out.emplace_back(offset, size);
     offset += size;

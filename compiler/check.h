@@ -26,8 +26,9 @@ struct UnitFacts {
   bool has_debug_info = false;
 };
 
-// The C ABI layout of the manifest's parameters: {offset, size} each.
-std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s);
+// The C ABI layout of the manifest's parameters: {offset, size} each,
+// followed by `hidden_pointers` pointer parameters (Triton's scratch).
+std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers = 0);
 
 // Checks every cubin unit (PTX units are skipped).  Returns false on errors.
 bool CheckUnits(const Plan& plan, const std::vector<CompiledUnit>& compiled, std::vector<UnitFacts>& facts,

@@ -8,6 +8,7 @@
 // staleness byte for byte.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,20 @@ struct CodegenOptions {
 std::string GenerateHeader(const Package& pkg, const std::vector<Specialization>& specs,
                            const CodegenOptions& options);
 
+// What Triton decided for one specialization, over all its archs: the
+// launcher passes 32 x num_warps threads, `shared` bytes of dynamic shared
+// memory and NULL for each hidden pointer parameter.
+struct TritonLaunch {
+  uint32_t shared = 0;
+  uint32_t num_warps = 4;
+  uint32_t hidden_pointer_params = 2;
+};
+
+// `triton` maps Triton specializations to their launch; one missing gets
+// TritonLaunch{} with the specialization's num_warps (for golden tests).
 std::string GenerateLauncherSource(const Package& pkg, const std::vector<Specialization>& specs,
-                                   const CodegenOptions& options);
+                                   const CodegenOptions& options,
+                                   const std::map<const Specialization*, TritonLaunch>& triton = {});
 
 // The assembler source embedding fatbin i of `fatbin_paths` (paths the
 // assembler resolves from its working directory) as blob i; each blob's

@@ -15,7 +15,9 @@
 namespace kpack {
 namespace {
 
-constexpr std::string_view kDepsHeader = "kpack-deps-v1";
+// Line 1: this header; line 2: hash of the .bin; line 3: "meta" and the
+// Triton metadata (empty for nvcc units); then "<hash> <path>" per input.
+constexpr std::string_view kDepsHeader = "kpack-deps-v2";
 
 // Hashes of input files, computed once per run and shared by all threads.
 class FileHashes {
@@ -49,8 +51,10 @@ bool LookUp(const CompileOptions& o, const Unit& u, FileHashes& hashes, Compiled
   std::optional<std::string> deps = ReadFile(EntryPath(o, u, ".deps"));
   if (!deps) return false;
   std::istringstream lines(*deps);
-  std::string header, binary_hash;
-  if (!std::getline(lines, header) || header != kDepsHeader || !std::getline(lines, binary_hash)) return false;
+  std::string header, binary_hash, meta;
+  if (!std::getline(lines, header) || header != kDepsHeader || !std::getline(lines, binary_hash) ||
+      !std::getline(lines, meta) || meta.rfind("meta", 0) != 0)
+    return false;
   std::vector<std::string> paths;
   for (std::string line; std::getline(lines, line);) {
     size_t space = line.find(' ');
@@ -62,6 +66,7 @@ bool LookUp(const CompileOptions& o, const Unit& u, FileHashes& hashes, Compiled
   std::optional<std::string> binary = ReadFile(EntryPath(o, u, ".bin"));
   if (!binary || HashHex(*binary) != binary_hash) return false;
   out.binary = std::move(*binary);
+  out.meta = meta.size() > 5 ? meta.substr(5) : "";
   out.deps = std::move(paths);
   out.from_cache = true;
   return true;
@@ -70,7 +75,7 @@ bool LookUp(const CompileOptions& o, const Unit& u, FileHashes& hashes, Compiled
 // Writes the entry, binary first: a crash in between leaves a .bin whose
 // .deps is missing or stale, which LookUp rejects.
 void Store(const CompileOptions& o, const Unit& u, FileHashes& hashes, const CompiledUnit& unit) {
-  std::string deps = std::string(kDepsHeader) + "\n" + HashHex(unit.binary) + "\n";
+  std::string deps = std::string(kDepsHeader) + "\n" + HashHex(unit.binary) + "\nmeta " + unit.meta + "\n";
   for (const std::string& path : unit.deps) deps += hashes.Get(path) + " " + path + "\n";
   if (WriteFileAtomic(EntryPath(o, u, ".bin"), unit.binary).empty())
     WriteFileAtomic(EntryPath(o, u, ".deps"), deps);
@@ -80,6 +85,38 @@ std::string Failure(const Unit& u, const std::string& what) {
   const Specialization& s = *u.spec;
   return what + " for kernel '" + s.kernel->name + "' specialization " + s.name + " (" + s.Describe() +
          ") for " + (u.ptx ? "compute_" + std::to_string(u.arch.number) + " PTX" : u.arch.Name());
+}
+
+// The error text of a failed tool run: what failed, the command, its output.
+std::string ToolFailure(const Unit& u, const std::string& tool, const ToolResult& r,
+                        const std::vector<std::string>& argv) {
+  std::string why = !r.spawn_error.empty() ? r.spawn_error
+                    : r.exit_code != 0     ? "exit code " + std::to_string(r.exit_code)
+                                           : tool + " wrote no output";
+  std::string text = Failure(u, tool + " failed (" + why + ")") + "\n  command: " + FormatCommand(argv);
+  if (!r.output.empty()) text += "\n" + r.output;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// Compiles one Triton unit through triton_helper.py.
+std::string BuildTriton(const CompileOptions& o, const Unit& u, ToolRunner& runner, CompiledUnit& out) {
+  std::string stem = o.work_dir + "/units/" + u.name;
+  if (std::string err = WriteFileAtomic(stem + ".json", u.source); !err.empty()) return err;
+  std::string tmp_suffix = ".tmp." + std::to_string(getpid());
+  std::string cubin = stem + ".cubin" + tmp_suffix, meta = stem + ".meta" + tmp_suffix;
+  std::vector<std::string> argv = {o.triton.python, o.triton.helper, "compile", stem + ".json", cubin, meta};
+  ToolResult r = runner.Run(argv);
+  std::optional<std::string> binary = r.ok() ? ReadFile(cubin) : std::nullopt;
+  std::optional<std::string> metadata = r.ok() ? ReadFile(meta) : std::nullopt;
+  std::error_code ec;
+  std::filesystem::remove(cubin, ec);
+  std::filesystem::remove(meta, ec);
+  if (!binary || !metadata) return ToolFailure(u, "Triton", r, argv);
+  out.binary = std::move(*binary);
+  out.meta = std::move(*metadata);
+  out.deps = {u.spec->kernel->source_path};
+  return "";
 }
 
 // Compiles one unit with nvcc.  Returns an empty string or the error lines.
@@ -98,15 +135,7 @@ std::string Build(const CompileOptions& o, const Unit& u, ToolRunner& runner, Co
   std::error_code ec;
   std::filesystem::remove(output, ec);
   std::filesystem::remove(depfile, ec);
-  if (!r.ok() || !binary || !deps) {
-    std::string why = !r.spawn_error.empty() ? r.spawn_error
-                      : r.exit_code != 0     ? "exit code " + std::to_string(r.exit_code)
-                                             : "nvcc wrote no output";
-    std::string text = Failure(u, "nvcc failed (" + why + ")") + "\n  command: " + FormatCommand(argv);
-    if (!r.output.empty()) text += "\n" + r.output;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    return text;
-  }
+  if (!binary || !deps) return ToolFailure(u, "nvcc", r, argv);
   out.binary = std::move(*binary);
   out.deps = ParseDepfile(*deps);
   // The generated TU is an input too, but its content is already in the key.
@@ -158,7 +187,7 @@ bool CompileUnits(const Plan& plan, const CompileOptions& options, ToolRunner& r
         ++cached;
         continue;
       }
-      errors[i] = Build(options, u, runner, out[i]);
+      errors[i] = u.triton ? BuildTriton(options, u, runner, out[i]) : Build(options, u, runner, out[i]);
       if (errors[i].empty()) {
         Store(options, u, hashes, out[i]);
         ++compiled;
@@ -173,14 +202,43 @@ bool CompileUnits(const Plan& plan, const CompileOptions& options, ToolRunner& r
   stats.compiled = compiled;
   stats.cached = cached;
   // Report in plan order, so the output does not depend on thread timing.
+  // A kernel-wide problem (a Triton constexpr the kernel lacks, a template
+  // error in every arch) fails many units with the same tool output: show
+  // it once per kernel and list the other units it failed.
   bool ok = true;
+  struct Seen {
+    std::string output;
+    std::vector<std::string> units;  // the units after the first
+  };
+  std::map<const Kernel*, std::vector<Seen>> seen_by_kernel;
   for (size_t i = 0; i < plan.units.size(); ++i) {
     if (errors[i].empty()) continue;
     ok = false;
     size_t newline = errors[i].find('\n');
+    std::string rest = newline == std::string::npos ? "" : errors[i].substr(newline + 1);
+    size_t output_at = rest.find('\n');  // after the command line
+    std::string output = output_at == std::string::npos ? "" : rest.substr(output_at + 1);
+    std::vector<Seen>& seen = seen_by_kernel[plan.units[i].spec->kernel];
+    auto same = std::find_if(seen.begin(), seen.end(), [&](const Seen& x) { return x.output == output; });
+    if (!output.empty() && same != seen.end()) {
+      same->units.push_back(plan.units[i].name);
+      continue;
+    }
+    seen.push_back(Seen{output, {}});
     diag.Error(plan.units[i].spec->kernel->loc, errors[i].substr(0, newline));
-    if (newline != std::string::npos) diag.Note(errors[i].substr(newline + 1));
+    if (!rest.empty()) diag.Note(rest);
   }
+  for (const auto& [kernel, seen] : seen_by_kernel)
+    for (const Seen& x : seen)
+      if (!x.units.empty()) {
+        std::string names;
+        for (const std::string& name : x.units) {
+          if (!names.empty()) names += ", ";
+          names += name;
+        }
+        diag.Note("note: " + std::to_string(x.units.size()) + " more unit(s) of kernel '" + kernel->name +
+                  "' failed with the same output: " + names);
+      }
   return ok;
 }
 

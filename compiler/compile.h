@@ -14,6 +14,7 @@
 #include "diagnostics.h"
 #include "plan.h"
 #include "toolchain.h"
+#include "triton.h"
 
 namespace kpack {
 
@@ -22,10 +23,12 @@ struct CompileOptions {
   std::string cache_dir;  // cache entries (may be shared between builds)
   int jobs = 1;           // parallel nvcc processes
   Toolchain toolchain;
+  TritonTools triton;     // for Triton units
 };
 
 struct CompiledUnit {
   std::string binary;             // cubin bytes or PTX text
+  std::string meta;               // Triton units: triton_helper.py's metadata JSON
   std::vector<std::string> deps;  // every file the unit read
   bool from_cache = false;
 };

@@ -53,7 +53,9 @@ void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specializatio
       for (size_t i = 0; i < values.size(); ++i) s.name += "_" + NamePart(k.constexprs[i], values[i]);
       s.values = std::move(values);
       s.launcher = pkg.prefix + "_" + s.name;
-      s.symbol = "kpack_" + s.launcher;
+      // Triton names the kernel after the Python function; kpack wraps CUDA
+      // templates in an extern "C" kernel of its own name.
+      s.symbol = k.language == Language::kTriton ? k.entry : "kpack_" + s.launcher;
       out.push_back(std::move(s));
     }
     // Advance the last constexpr fastest, so names sort like the manifest.

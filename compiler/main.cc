@@ -2,6 +2,7 @@
 // command line and dispatches to a subcommand; the work is in build.cc.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,17 @@ constexpr const char* kVersion = "0.1.0";
 
 int Usage(std::ostream& out, int code);
 
+// triton_helper.py beside the kpack executable (the build copies it there),
+// or in ../share/kpack when installed.
+std::string DefaultTritonHelper() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "triton_helper.py";
+  std::filesystem::path beside = exe.parent_path() / "triton_helper.py";
+  if (std::filesystem::exists(beside, ec)) return beside.string();
+  return (exe.parent_path().parent_path() / "share" / "kpack" / "triton_helper.py").string();
+}
+
 // Parses `--name value` / `--name=value` options of build and header.
 bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o, std::string& error) {
   struct Flag {
@@ -26,7 +38,8 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
       {"--header", &o.header_out},     {"--launcher", &o.launcher_out}, {"--asm", &o.asm_out},
       {"--work-dir", &o.work_dir},     {"--cache-dir", &o.cache_dir},   {"--depfile", &o.depfile_out},
       {"--root", &o.root},             {"--cuda-root", &o.cuda_root},   {"--archs", &o.archs},
-      {"--compress-mode", &o.compress_mode}, {"-j", &jobs}};
+      {"--compress-mode", &o.compress_mode}, {"--python", &o.python},
+      {"--triton-helper", &o.triton_helper}, {"-j", &jobs}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--perf") { o.perf = true; continue; }
@@ -56,6 +69,7 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     o.jobs = static_cast<int>(n);
   }
   if (o.package_path.empty()) { error = "no package file given"; return false; }
+  if (o.triton_helper.empty()) o.triton_helper = DefaultTritonHelper();
   if (o.header_out.empty()) { error = "--header is required"; return false; }
   if (!o.header_only && (o.launcher_out.empty() || o.asm_out.empty() || o.work_dir.empty())) {
     error = "--launcher, --asm and --work-dir are required";
@@ -117,6 +131,8 @@ int Usage(std::ostream& out, int code) {
          "  --cuda-root DIR         CUDA Toolkit (default /usr/local/cuda)\n"
          "  --archs LIST            override archs, e.g. sm_80,sm_90\n"
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
+         "  --python PATH           Python with Triton, for Triton kernels (default python3)\n"
+         "  --triton-helper PATH    triton_helper.py (default: beside kpack)\n"
          "  -j N                    parallel nvcc jobs (default: cores)\n"
          "  --perf                  print the time of each pass\n";
   return code;

@@ -280,6 +280,8 @@ class KernelReader {
     for (const auto& entry : root) ReadField(entry.first.Scalar(), entry.first, entry.second, k);
     if (r_.diag().error_count() != errors_before) return std::nullopt;
     CheckNames(k);
+    if (k.language == Language::kTriton) CheckTriton(k);
+    else CheckCuda(k);
     CheckLaunch(k);
     if (r_.diag().error_count() != errors_before) return std::nullopt;
     return k;
@@ -432,11 +434,18 @@ class KernelReader {
       return;
     }
     for (const YAML::Node& item : v) {
-      if (!r_.CheckMap(item, "a param", {"name", "type"}, {"name", "type"})) continue;
+      if (!r_.CheckMap(item, "a param", {"name", "type", "divisibility"}, {"name", "type"})) continue;
       Param p;
       p.loc = r_.Loc(item);
       YAML::Node name = FileReader::Get(item, "name");
       YAML::Node type = FileReader::Get(item, "type");
+      YAML::Node divisibility = FileReader::Get(item, "divisibility");
+      if (divisibility.IsDefined()) {
+        std::optional<int64_t> d = r_.Integer(divisibility, "divisibility");
+        if (d && *d != 16) r_.Error(divisibility, "divisibility must be 16 (Triton's only divisibility hint)");
+        if (d) p.divisibility = static_cast<int>(*d);
+        p.divisibility_loc = r_.Loc(divisibility);
+      }
       p.name = SpelledIdentifier(name, "param name");
       std::optional<std::string> t = r_.String(type, "param type");
       if (p.name.empty() || !t) continue;
@@ -546,18 +555,24 @@ class KernelReader {
 
   void ReadLaunch(const YAML::Node& v, Kernel& k) {
     k.launch.loc = r_.Loc(v);
-    if (!r_.CheckMap(v, "launch", {"grid", "block", "shared_mem", "launch_bounds"}, {"grid", "block"}))
-      return;
+    if (!r_.CheckMap(v, "launch", {"grid", "block", "shared_mem", "launch_bounds"}, {"grid"})) return;
     k.launch.shared_mem.kind = Expr::Kind::kInteger;
     for (const auto& entry : v) {
       const std::string key = entry.first.Scalar();
       const YAML::Node& value = entry.second;
       if (key == "grid") k.launch.grid = ReadDims(value, "grid");
-      if (key == "block") k.launch.block = ReadDims(value, "block");
+      if (key == "block") {
+        k.launch.block = ReadDims(value, "block");
+        k.launch.block_loc = r_.Loc(entry.first);
+      }
       if (key == "shared_mem") {
         if (auto e = ReadExpr(value, "shared_mem")) k.launch.shared_mem = *e;
+        k.launch.shared_mem_loc = r_.Loc(entry.first);
       }
-      if (key == "launch_bounds") k.launch.launch_bounds = ReadExpr(value, "launch_bounds");
+      if (key == "launch_bounds") {
+        k.launch.launch_bounds = ReadExpr(value, "launch_bounds");
+        k.launch.launch_bounds_loc = r_.Loc(entry.first);
+      }
     }
   }
 
@@ -596,6 +611,41 @@ class KernelReader {
     for (const Constexpr& c : k.constexprs) check(c.name, c.loc);
     for (const Param& p : k.params) check(p.name, p.loc);
     if (k.constexprs.empty()) r_.diag().Error(k.loc, "kernel '" + k.name + "' has no constexprs");
+  }
+
+  void CheckCuda(const Kernel& k) {
+    if (k.launch.block_loc.line == 0 && k.launch.loc.line > 0)
+      r_.diag().Error(k.launch.loc, "launch is missing required key 'block'");
+    for (const Param& p : k.params)
+      if (p.divisibility)
+        r_.diag().Error(p.divisibility_loc, "divisibility hints apply to Triton kernels only");
+  }
+
+  // Triton decides the block (32 x num_warps threads) and the shared
+  // memory; its compile options are constexpr axes of their own.
+  void CheckTriton(const Kernel& k) {
+    if (k.source_path.size() < 3 || k.source_path.compare(k.source_path.size() - 3, 3, ".py") != 0)
+      r_.diag().Error(k.source_loc, "a Triton kernel's source must be a .py file");
+    const std::pair<const SourceLoc*, const char*> decided[] = {
+        {&k.launch.block_loc, "block"}, {&k.launch.shared_mem_loc, "shared_mem"},
+        {&k.launch.launch_bounds_loc, "launch_bounds"}};
+    for (const auto& [loc, key] : decided)
+      if (loc->line > 0)
+        r_.diag().Error(*loc, std::string("a Triton kernel's ") + key +
+                                  " comes from Triton (32 x num_warps threads, its shared memory); remove it");
+    for (const Constexpr& c : k.constexprs)
+      if (IsTritonOption(c.name) && c.kind != ConstexprKind::kInt)
+        r_.diag().Error(c.loc, c.name + " must be of type int");
+      else if (IsTritonOption(c.name))
+        for (const ConstexprValue& v : c.values)
+          if (v.integer < 1 || (c.name == "num_warps" && (v.integer > 32 || (v.integer & (v.integer - 1)))))
+            r_.diag().Error(v.loc, c.name == "num_warps" ? "num_warps must be a power of two from 1 to 32"
+                                                         : "num_stages must be at least 1");
+    if (k.ptx) r_.diag().Error(k.loc, "Triton kernels are packaged as SASS only; ptx: true is not supported");
+    for (const Arch& a : k.archs)
+      if (a.variant == Arch::Variant::kFamily)
+        r_.diag().Error(k.loc, "Triton cannot target the family arch " + a.Name() + "; use sm_" +
+                                   std::to_string(a.number));
   }
 
   void CheckLaunch(const Kernel& k) {

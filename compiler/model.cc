@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -62,6 +63,35 @@ std::string SupportedArchList() {
     out += known.name;
   }
   return out;
+}
+
+std::vector<Arch> Kernel::BuildArchs() const {
+  if (language != Language::kTriton) return archs;
+  std::vector<Arch> out;
+  for (Arch a : archs) {
+    if (a.number >= 90) a.variant = Arch::Variant::kSpecific;
+    if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  }
+  return out;
+}
+
+namespace {
+
+int64_t OptionValue(const Kernel& k, const std::vector<ConstexprValue>& values, const std::string& name,
+                    int64_t fallback) {
+  for (size_t i = 0; i < k.constexprs.size() && i < values.size(); ++i)
+    if (k.constexprs[i].name == name) return values[i].integer;
+  return fallback;
+}
+
+}  // namespace
+
+int64_t Kernel::NumWarps(const std::vector<ConstexprValue>& values) const {
+  return OptionValue(*this, values, "num_warps", 4);
+}
+
+int64_t Kernel::NumStages(const std::vector<ConstexprValue>& values) const {
+  return OptionValue(*this, values, "num_stages", 3);
 }
 
 const Constexpr* Kernel::FindConstexpr(const std::string& n) const {

@@ -59,6 +59,8 @@ struct ParamType {
 struct Param {
   std::string name;
   ParamType type;
+  int divisibility = 0;   // Triton: 16 promises the value (or address) is a multiple of 16
+  SourceLoc divisibility_loc;
   std::string type_text;  // as written, for messages
   SourceLoc loc;
 };
@@ -76,9 +78,15 @@ struct Launch {
   Expr shared_mem;
   std::optional<Expr> launch_bounds;
   SourceLoc loc;
+  // Where each optional key was given (line 0: absent), for language checks.
+  SourceLoc block_loc, shared_mem_loc, launch_bounds_loc;
 };
 
 enum class Language { kCuda, kTriton };
+
+// Constexpr axes of a Triton kernel that are compile options, not
+// tl.constexpr parameters.
+inline bool IsTritonOption(const std::string& name) { return name == "num_warps" || name == "num_stages"; }
 
 struct Kernel {
   std::string name;
@@ -98,6 +106,15 @@ struct Kernel {
   SourceLoc loc;           // the `kernel:` value
   SourceLoc source_loc;    // the `source:` value
   SourceLoc params_loc;    // the `params:` key, for layout mismatches
+
+  // The archs the cubins are built for: `archs`, except that Triton builds
+  // Hopper and newer for the arch-specific variant (sm_90 as sm_90a), as its
+  // own JIT does.
+  std::vector<Arch> BuildArchs() const;
+  // Triton's num_warps: the constexpr of that name in `values`, else 4.
+  int64_t NumWarps(const std::vector<ConstexprValue>& values) const;
+  // Triton's num_stages: the constexpr of that name in `values`, else 3.
+  int64_t NumStages(const std::vector<ConstexprValue>& values) const;
 
   const Constexpr* FindConstexpr(const std::string& name) const;
   const Param* FindParam(const std::string& name) const;

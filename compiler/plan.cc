@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "fs_util.h"
+#include "triton.h"
 
 namespace kpack {
 namespace {
@@ -100,9 +101,23 @@ std::string BuildMode(const std::vector<std::string>& flags) {
   return "release";
 }
 
-Plan MakePlan(const std::vector<Specialization>& specs, const std::string& toolkit_version) {
+Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions) {
   Plan plan;
   for (const Specialization& s : specs) {
+    const Kernel& k = *s.kernel;
+    if (k.language == Language::kTriton) {
+      for (const Arch& arch : k.BuildArchs()) {
+        Unit u;
+        u.spec = &s;
+        u.arch = arch;
+        u.triton = true;
+        u.source = TritonRequest(s, arch);
+        u.name = s.name + "." + arch.Name();
+        u.key = Hasher().Add("kpack-triton-unit-v1").Add(u.source).Add(versions.triton).HexDigest();
+        plan.units.push_back(std::move(u));
+      }
+      continue;
+    }
     std::string source = InstantiationSource(s);
     auto add = [&](const Arch& arch, bool ptx) {
       Unit u;
@@ -113,13 +128,13 @@ Plan MakePlan(const std::vector<Specialization>& specs, const std::string& toolk
       u.flags = NvccFlags(s, arch, ptx);
       u.name = s.name + (ptx ? ".compute_" + std::to_string(arch.number) : "." + arch.Name());
       Hasher h;
-      h.Add("kpack-unit-v1").Add(source).Add(toolkit_version).Add(arch.Name()).Add(ptx ? "ptx" : "cubin");
+      h.Add("kpack-unit-v1").Add(source).Add(versions.nvcc).Add(arch.Name()).Add(ptx ? "ptx" : "cubin");
       for (const std::string& f : u.flags) h.Add(f);
       u.key = h.HexDigest();
       plan.units.push_back(std::move(u));
     };
-    for (const Arch& arch : s.kernel->archs) add(arch, false);
-    if (s.kernel->ptx) add(PtxArch(*s.kernel), true);
+    for (const Arch& arch : k.archs) add(arch, false);
+    if (k.ptx) add(PtxArch(k), true);
   }
   return plan;
 }

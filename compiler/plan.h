@@ -12,9 +12,11 @@ namespace kpack {
 
 struct Unit {
   const Specialization* spec = nullptr;
-  Arch arch;
+  Arch arch;                      // what the cubin is for (see Kernel::BuildArchs)
   bool ptx = false;               // a PTX unit (only when a manifest asks)
-  std::string source;             // the generated translation unit
+  bool triton = false;            // compiled by Triton, not nvcc
+  std::string source;             // the generated translation unit (CUDA) or
+                                  // the JSON request to triton_helper.py
   std::vector<std::string> flags; // nvcc flags, without input/output paths
   std::string key;                // content key, see MakePlan
   std::string name;               // "vector_add_f16_b256.sm_90" (".ptx90")
@@ -32,9 +34,16 @@ std::string InstantiationSource(const Specialization& s);
 // device optimization turned off), which runs many times slower.
 std::string BuildMode(const std::vector<std::string>& nvcc_flags);
 
-// Makes the units.  A unit's key hashes the translation unit, the flags,
-// the arch and `toolkit_version`; the compile pass adds the contents of
-// every file the unit includes before trusting a cached result.
-Plan MakePlan(const std::vector<Specialization>& specs, const std::string& toolkit_version);
+// The compiler versions that go into every cache key.
+struct ToolVersions {
+  std::string nvcc;    // `nvcc --version`
+  std::string triton;  // triton_helper.py version ("" without Triton kernels)
+};
+
+// Makes the units.  A unit's key hashes the translation unit (or Triton
+// request), the flags, the arch and the compiler's version; the compile pass
+// adds the contents of every file the unit reads before trusting a cached
+// result.
+Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions);
 
 }  // namespace kpack

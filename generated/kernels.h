@@ -31,7 +31,7 @@ extern "C" {
  *
  * Element-wise sum out[i] = x[i] + y[i], 0 <= i < n, computed in fp32 and rounded once.  Any n and element-aligned pointers; 16-byte accesses when x, y and out share their offset modulo 16 bytes.  In place is allowed.
  *
- * Source: ../templates/vector_add.cuh (entry vector_add), built for sm_80,sm_90.
+ * Source: ../templates/vector_add.cuh (CUDA entry vector_add), built for sm_80,sm_90.
  * Launch: grid (cdiv(n, BLOCK * 32 / sizeof(T))), block (BLOCK), dynamic shared memory 0 bytes.
  */
 
@@ -89,7 +89,7 @@ kpack_status kernels_vector_add_bf16_b512(kpack_stream stream, const kpack_bf16 
  *
  * GIoU forward: preds and targets are [B, N, 4] boxes (left, top, right, bottom), num_boxes = B * N.  giou[i] = iou - (enclose - union) / max(enclose, 1e-5) with iou = inter / max(union, 1e-5), in fp32, where the target's bottom > 0, else 0; valid[i] = 1 there, else 0 (one byte per box, torch.bool layout).
  *
- * Source: ../templates/giou_loss.cuh (entry giou_loss_fwd), built for sm_80,sm_90.
+ * Source: ../templates/giou_loss.cuh (CUDA entry giou_loss_fwd), built for sm_80,sm_90.
  * Launch: grid (cdiv(num_boxes, BLOCK * 8 / sizeof(T))), block (BLOCK), dynamic shared memory 0 bytes.
  */
 
@@ -141,7 +141,7 @@ kpack_status kernels_giou_loss_bf16_b256(kpack_stream stream, const kpack_bf16 *
  *
  * Ragged additive attention mask: request r fills the row-major q_len[r] x kv_len[r] block at mask + mask_offsets[r] (the exclusive prefix sum of q_len * kv_len) with 0 where allowed and -inf where masked; allowed is k <= kv_len - q_len + q when CAUSAL, always otherwise.  q_len, kv_len and mask_offsets are device arrays; num_requests, max_q_len and max_kv_len only size the grid.  Nothing outside the requests' blocks is written.
  *
- * Source: ../templates/attention_mask_fill.cuh (entry attention_mask_fill), built for sm_80,sm_90.
+ * Source: ../templates/attention_mask_fill.cuh (CUDA entry attention_mask_fill), built for sm_80,sm_90.
  * Launch: grid (cdiv(max_q_len * max_kv_len, TILE), min(num_requests, 65535)), block (256), dynamic shared memory 0 bytes.
  */
 
@@ -213,7 +213,7 @@ kpack_status kernels_attention_mask_fill_bf16_nocausal_t16384(kpack_stream strea
  *
  * Row softmax of a [rows, cols] tensor with row strides in elements (columns contiguous), fp32 math.  Rows of up to 4 KiB take a warp each, longer rows a block; rows that fit the register cache (BLOCK=256: 8192 f32 / 16384 f16 columns, BLOCK=512 and 1024: 16384 / 32768) are read once, longer rows twice.  In place allowed.
  *
- * Source: ../templates/softmax.cuh (entry softmax), built for sm_80,sm_90.
+ * Source: ../templates/softmax.cuh (CUDA entry softmax), built for sm_80,sm_90.
  * Launch: grid (cdiv(rows, 1 + (BLOCK / 32 - 1) * (1 - min(1, cols * sizeof(T) / 4097)))), block (BLOCK), dynamic shared memory 0 bytes.
  */
 
@@ -274,7 +274,7 @@ kpack_status kernels_softmax_bf16_b1024(kpack_stream stream, const kpack_bf16 *i
  *
  * Cross-entropy forward: loss[r] = logsumexp(logits[r, :]) - logits[r, targets[r]] in fp32 (f32 output for every T), 0 where targets[r] == ignore_index (engines pass -100), NaN for any other target outside [0, vocab).  One pass over each row; row_stride in elements.
  *
- * Source: ../templates/cross_entropy.cuh (entry cross_entropy_fwd), built for sm_80,sm_90.
+ * Source: ../templates/cross_entropy.cuh (CUDA entry cross_entropy_fwd), built for sm_80,sm_90.
  * Launch: grid (cdiv(rows, 1 + (BLOCK / 32 - 1) * (1 - min(1, vocab * sizeof(T) / 4097)))), block (BLOCK), dynamic shared memory 0 bytes.
  */
 

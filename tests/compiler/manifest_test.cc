@@ -208,3 +208,34 @@ TEST_CASE("shell metacharacters in flags and source paths are refused") {
         "k.yaml:2:9: error: source path 'a;b/va.cuh' contains ';'; nvcc passes include paths through a shell, so "
         "kpack refuses shell metacharacters\n");
 }
+
+TEST_CASE("Triton kernels: Triton decides block and shared memory; .py sources; int options") {
+  ScratchDir dir;
+  dir.Write("package.yaml", kPackage);
+  dir.Write("va.py", "");
+  dir.Write("va.cuh", "");
+  auto errors = [&](const std::string& kernel) {
+    dir.Write("k.yaml", kernel);
+    kpack::Diagnostics diag;
+    kpack::LoadPackage("package.yaml", {}, diag);
+    return diag.Text();
+  };
+  std::string triton = Replace(Replace(kKernel, "source: va.cuh", "language: triton\nsource: va.py"),
+                               "  block: [BLOCK]\n", "");
+  CHECK(errors(triton) == "");
+  CHECK(errors(triton + "  block: [128]\n") ==
+        "k.yaml:15:3: error: a Triton kernel's block comes from Triton (32 x num_warps threads, its shared "
+        "memory); remove it\n");
+  CHECK(errors(Replace(triton, "source: va.py", "source: va.cuh")) ==
+        "k.yaml:3:9: error: a Triton kernel's source must be a .py file\n");
+  CHECK(errors(Replace(triton, "type: i64}", "type: i64, divisibility: 16}")) == "");
+  CHECK(errors(Replace(triton, "type: i64}", "type: i64, divisibility: 8}")) ==
+        "k.yaml:12:40: error: divisibility must be 16 (Triton's only divisibility hint)\n");
+  CHECK(errors(Replace(kKernel, "type: i64}", "type: i64, divisibility: 16}")) ==
+        "k.yaml:11:40: error: divisibility hints apply to Triton kernels only\n");
+  CHECK(errors(Replace(triton, "{name: BLOCK, type: int, values: [128, 256], tag: b}",
+                       "{name: num_warps, type: int, values: [4, 6]}")) ==
+        "k.yaml:7:46: error: num_warps must be a power of two from 1 to 32\n"
+        "k.yaml:14:18: error: unknown name 'BLOCK' in expression\n");
+  CHECK(errors(Replace(kKernel, "  block: [BLOCK]\n", "")) == "k.yaml:13:3: error: launch is missing required key 'block'\n");
+}

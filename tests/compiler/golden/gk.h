@@ -31,7 +31,7 @@ extern "C" {
  *
  * Scales rows: out = x * alpha. Tricky text: * / "quotes" ??= and \ backslash.
  *
- * Source: scale.cuh (entry scale_rows), built for sm_80,sm_90.
+ * Source: scale.cuh (CUDA entry scale_rows), built for sm_80,sm_90.
  * Launch: grid (rows, cdiv(cols, BLOCK * 4)), block (BLOCK), dynamic shared memory BLOCK * sizeof(T) + 16 bytes.
  */
 
@@ -72,7 +72,7 @@ kpack_status gk_scale_bf16_b1024(kpack_stream stream, const kpack_bf16 *x, kpack
 
 /* ==== mask ==============================================================
  *
- * Source: scale.cuh (entry fill), built for sm_90a plus PTX.
+ * Source: scale.cuh (CUDA entry fill), built for sm_90a plus PTX.
  * Launch: grid (cdiv(q_len, TILE), 1, 1), block (TILE, TILE), dynamic shared memory 0 bytes.
  */
 

@@ -1,0 +1,95 @@
+#include "triton.h"
+
+// LLVM's headers trip -Wunused-parameter; keep the warning for our code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/Support/JSON.h"
+#pragma GCC diagnostic pop
+
+namespace kpack {
+namespace {
+
+std::string TritonScalar(Scalar s) {
+  switch (s) {
+    case Scalar::kF32: return "fp32";
+    case Scalar::kF16: return "fp16";
+    case Scalar::kBF16: return "bf16";
+    case Scalar::kF64: return "fp64";
+    case Scalar::kBool: return "i1";
+    default: return std::string(Info(s).manifest);  // i8..i64, u8..u64
+  }
+}
+
+}  // namespace
+
+std::string TritonType(const Specialization& s, const ParamType& t) {
+  Scalar scalar = t.scalar;
+  const Kernel& k = *s.kernel;
+  for (size_t i = 0; i < k.constexprs.size() && !t.dtype_constexpr.empty(); ++i)
+    if (k.constexprs[i].name == t.dtype_constexpr) scalar = s.values[i].dtype;
+  return (t.is_pointer ? "*" : "") + TritonScalar(scalar);
+}
+
+std::string TritonRequest(const Specialization& s, const Arch& arch) {
+  const Kernel& k = *s.kernel;
+  llvm::json::Object constexprs;
+  for (size_t i = 0; i < k.constexprs.size(); ++i) {
+    const Constexpr& c = k.constexprs[i];
+    // dtypes become pointer types; num_warps/num_stages are options.
+    if (c.kind == ConstexprKind::kDtype || IsTritonOption(c.name)) continue;
+    if (c.kind == ConstexprKind::kBool) constexprs[c.name] = s.values[i].integer != 0;
+    else constexprs[c.name] = s.values[i].integer;
+  }
+  llvm::json::Array params;
+  for (const Param& p : k.params) {
+    llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, p.type)}};
+    if (p.divisibility) param["divisibility"] = p.divisibility;
+    params.push_back(std::move(param));
+  }
+  llvm::json::Object request{{"source", k.source_path},
+                             {"entry", k.entry},
+                             {"arch", arch.number},
+                             {"num_warps", k.NumWarps(s.values)},
+                             {"num_stages", k.NumStages(s.values)},
+                             {"constexprs", std::move(constexprs)},
+                             {"params", std::move(params)}};
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::json::Value(std::move(request));
+  os.flush();
+  return out;
+}
+
+std::optional<TritonMeta> ParseTritonMeta(const std::string& json, std::string* error) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value) {
+    *error = "malformed Triton metadata: " + llvm::toString(value.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object* o = value->getAsObject();
+  std::optional<llvm::StringRef> name = o ? o->getString("name") : std::nullopt;
+  std::optional<int64_t> shared = o ? o->getInteger("shared") : std::nullopt;
+  std::optional<int64_t> warps = o ? o->getInteger("num_warps") : std::nullopt;
+  std::optional<int64_t> hidden = o ? o->getInteger("hidden_pointer_params") : std::nullopt;
+  if (!name || !shared || !warps || !hidden || *shared < 0 || *warps < 1 || *warps > 32 || *hidden < 0 ||
+      *hidden > 8) {
+    *error = "Triton metadata lacks name, shared, num_warps or hidden_pointer_params";
+    return std::nullopt;
+  }
+  return TritonMeta{name->str(), static_cast<uint32_t>(*shared), static_cast<uint32_t>(*warps),
+                    static_cast<uint32_t>(*hidden)};
+}
+
+std::string ProbeTriton(ToolRunner& runner, TritonTools& tools) {
+  ToolResult r = runner.Run({tools.python, tools.helper, "version"});
+  if (r.ok()) {
+    tools.version = r.output;
+    return "";
+  }
+  std::string why = !r.spawn_error.empty() ? r.spawn_error : r.output;
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  return "Triton kernels need Python 3 with Triton 3.6.0 at build time (" + why +
+         ")\n  install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup)";
+}
+
+}  // namespace kpack

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End to end for Triton kernels through the real kpack, Python and Triton:
+# a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU; the manifest
+# and the kernel must agree on constexprs and params; Triton's own errors
+# and a missing Python are reported against the manifest; no partial outputs.
+set -u
+kpack=$(realpath "$1")
+cuda_root=$2
+python=${3:-python3}
+if ! "$python" -c 'import triton' 2>/dev/null; then
+  echo "Triton is not installed for $python: skipped"
+  exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "ok: $1"; }
+fail() { failed=$((failed + 1)); echo "FAILED: $1"; }
+
+write_package() {
+  mkdir -p m
+  printf 'package: tk\narchs: [sm_80, sm_90]\nkernels: [add.yaml]\n' > m/kpack.yaml
+  cat > m/add.py <<'PY'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+PY
+  cat > m/add.yaml <<'YAML'
+kernel: add
+language: triton
+source: add.py
+entry: add
+constexprs:
+  - {name: T, type: dtype, values: [f16]}
+  - {name: BLOCK, type: int, values: [1024], tag: b}
+  - {name: num_warps, type: int, values: [4, 8], tag: w}
+params:
+  - {name: x, type: const T*, divisibility: 16}
+  - {name: y, type: const T*, divisibility: 16}
+  - {name: out, type: T*, divisibility: 16}
+  - {name: n, type: i32}
+launch:
+  grid: ["cdiv(n, BLOCK)"]
+YAML
+}
+
+build() {
+  rm -rf out
+  "$kpack" build m/kpack.yaml --header out/tk.h --launcher out/tk.c --asm out/tk.S \
+    --work-dir work --cuda-root "$cuda_root" --python "$python" -v "$@" > log 2>&1
+}
+
+# 1. Builds with no GPU: SASS for sm_80 and sm_90a, launchers with Triton's block.
+write_package
+if build && grep -q '4 units: 4 compiled, 0 from cache' log \
+   && grep -q 'static const uint32_t kpack_archs_0\[\] = {80, 90 | KPACK_ARCH_SPECIFIC};' out/tk.c \
+   && grep -q 'const int64_t kpack_block\[3\] = {256, 1, 1};' out/tk.c \
+   && grep -q '(void \*)&kpack_scratch\[1\]};' out/tk.c; then
+  pass "a Triton kernel builds for sm_80 and sm_90a, 32 x num_warps threads, NULL scratch"
+else
+  fail "Triton build"; cat log; cat out/tk.c 2>/dev/null | head -120
+fi
+build
+grep -q '4 units: 0 compiled, 4 from cache' log && pass "rebuild comes from the cache" || { fail "cache"; cat log; }
+
+# 2. A manifest constexpr the kernel lacks.
+sed -i 's/{name: BLOCK, type: int, values: \[1024\], tag: b}/{name: BLOCK, type: int, values: [1024], tag: b}\n  - {name: EXTRA, type: int, values: [1]}/' m/add.yaml
+build; rc=$?
+if [ $rc -eq 1 ] && grep -q "^m/add.yaml:1:9: error: Triton failed (exit code 1) for kernel 'add' specialization add_f16_b1024_extra1_w4 (T=f16, BLOCK=1024, EXTRA=1, num_warps=4) for sm_80$" log \
+   && grep -q "^manifest constexpr 'EXTRA' is not a tl.constexpr parameter of add (its tl.constexpr parameters: BLOCK)$" log \
+   && grep -q "^note: 3 more unit(s) of kernel 'add' failed with the same output" log && [ ! -e out/tk.h ]; then
+  pass "a manifest constexpr the kernel lacks: reported once, with the kernel's constexprs"
+else
+  fail "extra constexpr (rc=$rc)"; cat log
+fi
+write_package
+
+# 3. A kernel constexpr the manifest lacks.
+sed -i 's/def add(x, y, out, n, BLOCK: tl.constexpr):/def add(x, y, out, n, BLOCK: tl.constexpr, SCALE: tl.constexpr):/' m/add.py
+build; rc=$?
+if [ $rc -eq 1 ] && grep -q "^add's tl.constexpr parameter 'SCALE' has no values in the manifest's constexprs$" log; then
+  pass "a kernel constexpr the manifest lacks"
+else
+  fail "missing constexpr (rc=$rc)"; cat log
+fi
+write_package
+
+# 4. Params out of order.
+sed -i 's/def add(x, y, out, n,/def add(x, y, n, out,/' m/add.py
+build; rc=$?
+if [ $rc -eq 1 ] && grep -q "^the manifest's params (x, y, out, n) are not add's runtime parameters in order (x, y, n, out)$" log; then
+  pass "params that differ from the kernel's"
+else
+  fail "param order (rc=$rc)"; cat log
+fi
+write_package
+
+# 5. Triton's own compile error is shown.
+sed -i 's/tl.arange(0, BLOCK)/tl.arange(0, BLOCK) + undefined_name/' m/add.py
+build; rc=$?
+if [ $rc -eq 1 ] && grep -q "^Triton failed to compile add: CompilationError" log && grep -q "undefined_name" log; then
+  pass "Triton's compile error is shown with kernel and specialization"
+else
+  fail "Triton compile error (rc=$rc)"; cat log
+fi
+write_package
+
+# 6. No Python (or no Triton): say how to install it.
+build --python /nonexistent/python3; rc=$?
+if [ $rc -eq 1 ] && grep -q "^m/add.yaml:1:9: error: Triton kernels need Python 3 with Triton 3.6.0 at build time (cannot run /nonexistent/python3: No such file or directory)$" log \
+   && grep -q "install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup)" log; then
+  pass "missing Python: how to install it"
+else
+  fail "missing python (rc=$rc)"; cat log
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
