@@ -331,9 +331,263 @@ kpack_status kernels_cross_entropy_bf16_b512(kpack_stream stream, const kpack_bf
 kpack_status kernels_cross_entropy_bf16_b1024(kpack_stream stream, const kpack_bf16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
 
+/* ==== vector_add_triton =================================================
+ *
+ * The Triton twin of vector_add: out[i] = x[i] + y[i], same parameters, so an engine can switch implementations by calling kernels_vector_add_triton.
+ *
+ * Source: ../templates/triton/vector_add.py (Triton entry vector_add), built for sm_80,sm_90a.
+ * Launch: grid (cdiv(n, BLOCK)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ */
+
+/* One built combination of vector_add_triton's constexprs. */
+typedef struct kernels_vector_add_triton_config {
+  kpack_dtype T;
+  int BLOCK;
+  int num_warps;
+} kernels_vector_add_triton_config;
+
+/* The number of built specializations of vector_add_triton. */
+#define KERNELS_VECTOR_ADD_TRITON_NUM_CONFIGS 6
+
+/* Every built combination, in manifest order; pass one to kernels_vector_add_triton(). */
+extern const kernels_vector_add_triton_config kernels_vector_add_triton_configs[KERNELS_VECTOR_ADD_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches vector_add_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
+ * BLOCK: one of 2048, 4096.
+ * num_warps: one of 4.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (6 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_vector_add_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *x, const void *y, void *out, int64_t n);
+
+/* vector_add_triton with T=f32, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_vector_add_triton_f32_b2048_w4(kpack_stream stream, const float *x, const float *y, float *out, int64_t n);
+
+/* vector_add_triton with T=f32, BLOCK=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_vector_add_triton_f32_b4096_w4(kpack_stream stream, const float *x, const float *y, float *out, int64_t n);
+
+/* vector_add_triton with T=f16, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_vector_add_triton_f16_b2048_w4(kpack_stream stream, const kpack_f16 *x, const kpack_f16 *y, kpack_f16 *out, int64_t n);
+
+/* vector_add_triton with T=f16, BLOCK=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_vector_add_triton_f16_b4096_w4(kpack_stream stream, const kpack_f16 *x, const kpack_f16 *y, kpack_f16 *out, int64_t n);
+
+/* vector_add_triton with T=bf16, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_vector_add_triton_bf16_b2048_w4(kpack_stream stream, const kpack_bf16 *x, const kpack_bf16 *y, kpack_bf16 *out, int64_t n);
+
+/* vector_add_triton with T=bf16, BLOCK=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_vector_add_triton_bf16_b4096_w4(kpack_stream stream, const kpack_bf16 *x, const kpack_bf16 *y, kpack_bf16 *out, int64_t n);
+
+
+/* ==== giou_loss_triton ==================================================
+ *
+ * The Triton twin of giou_loss, same parameters and outputs.
+ *
+ * Source: ../templates/triton/giou_loss.py (Triton entry giou_loss_fwd), built for sm_80,sm_90a.
+ * Launch: grid (cdiv(num_boxes, BLOCK)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ */
+
+/* One built combination of giou_loss_triton's constexprs. */
+typedef struct kernels_giou_loss_triton_config {
+  kpack_dtype T;
+  int BLOCK;
+  int num_warps;
+} kernels_giou_loss_triton_config;
+
+/* The number of built specializations of giou_loss_triton. */
+#define KERNELS_GIOU_LOSS_TRITON_NUM_CONFIGS 3
+
+/* Every built combination, in manifest order; pass one to kernels_giou_loss_triton(). */
+extern const kernels_giou_loss_triton_config kernels_giou_loss_triton_configs[KERNELS_GIOU_LOSS_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches giou_loss_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
+ * BLOCK: one of 512.
+ * num_warps: one of 4.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (3 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_giou_loss_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *preds, const void *targets, void *giou, uint8_t *valid, int64_t num_boxes);
+
+/* giou_loss_triton with T=f32, BLOCK=512, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_giou_loss_triton_f32_b512_w4(kpack_stream stream, const float *preds, const float *targets, float *giou, uint8_t *valid, int64_t num_boxes);
+
+/* giou_loss_triton with T=f16, BLOCK=512, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_giou_loss_triton_f16_b512_w4(kpack_stream stream, const kpack_f16 *preds, const kpack_f16 *targets, kpack_f16 *giou, uint8_t *valid, int64_t num_boxes);
+
+/* giou_loss_triton with T=bf16, BLOCK=512, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_giou_loss_triton_bf16_b512_w4(kpack_stream stream, const kpack_bf16 *preds, const kpack_bf16 *targets, kpack_bf16 *giou, uint8_t *valid, int64_t num_boxes);
+
+
+/* ==== attention_mask_fill_triton ========================================
+ *
+ * The Triton twin of attention_mask_fill, same parameters and layout.
+ *
+ * Source: ../templates/triton/attention_mask_fill.py (Triton entry attention_mask_fill), built for sm_80,sm_90a.
+ * Launch: grid (cdiv(max_q_len * max_kv_len, TILE), min(num_requests, 65535)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ */
+
+/* One built combination of attention_mask_fill_triton's constexprs. */
+typedef struct kernels_attention_mask_fill_triton_config {
+  kpack_dtype T;
+  int CAUSAL;
+  int TILE;
+  int num_warps;
+} kernels_attention_mask_fill_triton_config;
+
+/* The number of built specializations of attention_mask_fill_triton. */
+#define KERNELS_ATTENTION_MASK_FILL_TRITON_NUM_CONFIGS 6
+
+/* Every built combination, in manifest order; pass one to kernels_attention_mask_fill_triton(). */
+extern const kernels_attention_mask_fill_triton_config kernels_attention_mask_fill_triton_configs[KERNELS_ATTENTION_MASK_FILL_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches attention_mask_fill_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
+ * CAUSAL: one of true, false.
+ * TILE: one of 4096.
+ * num_warps: one of 4.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (6 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_attention_mask_fill_triton(kpack_stream stream, kpack_dtype T, int CAUSAL, int TILE, int num_warps, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, void *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/* attention_mask_fill_triton with T=f32, CAUSAL=true, TILE=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_attention_mask_fill_triton_f32_causal_t4096_w4(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, float *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/* attention_mask_fill_triton with T=f32, CAUSAL=false, TILE=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_attention_mask_fill_triton_f32_nocausal_t4096_w4(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, float *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/* attention_mask_fill_triton with T=f16, CAUSAL=true, TILE=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_attention_mask_fill_triton_f16_causal_t4096_w4(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, kpack_f16 *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/* attention_mask_fill_triton with T=f16, CAUSAL=false, TILE=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_attention_mask_fill_triton_f16_nocausal_t4096_w4(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, kpack_f16 *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/* attention_mask_fill_triton with T=bf16, CAUSAL=true, TILE=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_attention_mask_fill_triton_bf16_causal_t4096_w4(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, kpack_bf16 *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/* attention_mask_fill_triton with T=bf16, CAUSAL=false, TILE=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_attention_mask_fill_triton_bf16_nocausal_t4096_w4(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, kpack_bf16 *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+
+/* ==== softmax_triton ====================================================
+ *
+ * The Triton twin of softmax, same parameters.
+ *
+ * Source: ../templates/triton/softmax.py (Triton entry softmax), built for sm_80,sm_90a.
+ * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ */
+
+/* One built combination of softmax_triton's constexprs. */
+typedef struct kernels_softmax_triton_config {
+  kpack_dtype T;
+  int BLOCK;
+  int num_warps;
+} kernels_softmax_triton_config;
+
+/* The number of built specializations of softmax_triton. */
+#define KERNELS_SOFTMAX_TRITON_NUM_CONFIGS 6
+
+/* Every built combination, in manifest order; pass one to kernels_softmax_triton(). */
+extern const kernels_softmax_triton_config kernels_softmax_triton_configs[KERNELS_SOFTMAX_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches softmax_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
+ * BLOCK: one of 1024, 8192.
+ * num_warps: one of 4, 16.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (6 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_softmax_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *inp, void *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=f32, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f32_b1024_w4(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=f32, BLOCK=8192, num_warps=16; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f32_b8192_w16(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=f16, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f16_b1024_w4(kpack_stream stream, const kpack_f16 *inp, kpack_f16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=f16, BLOCK=8192, num_warps=16; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f16_b8192_w16(kpack_stream stream, const kpack_f16 *inp, kpack_f16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=bf16, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_bf16_b1024_w4(kpack_stream stream, const kpack_bf16 *inp, kpack_bf16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=bf16, BLOCK=8192, num_warps=16; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_bf16_b8192_w16(kpack_stream stream, const kpack_bf16 *inp, kpack_bf16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+
+/* ==== cross_entropy_triton ==============================================
+ *
+ * The Triton twin of cross_entropy, same parameters; the loss is f32.
+ *
+ * Source: ../templates/triton/cross_entropy.py (Triton entry cross_entropy_fwd), built for sm_80,sm_90a.
+ * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ */
+
+/* One built combination of cross_entropy_triton's constexprs. */
+typedef struct kernels_cross_entropy_triton_config {
+  kpack_dtype T;
+  int BLOCK;
+  int num_warps;
+} kernels_cross_entropy_triton_config;
+
+/* The number of built specializations of cross_entropy_triton. */
+#define KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS 3
+
+/* Every built combination, in manifest order; pass one to kernels_cross_entropy_triton(). */
+extern const kernels_cross_entropy_triton_config kernels_cross_entropy_triton_configs[KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches cross_entropy_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
+ * BLOCK: one of 4096.
+ * num_warps: one of 8.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (3 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_cross_entropy_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
+/* cross_entropy_triton with T=f32, BLOCK=4096, num_warps=8; SASS for sm_80,sm_90a. */
+kpack_status kernels_cross_entropy_triton_f32_b4096_w8(kpack_stream stream, const float *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
+/* cross_entropy_triton with T=f16, BLOCK=4096, num_warps=8; SASS for sm_80,sm_90a. */
+kpack_status kernels_cross_entropy_triton_f16_b4096_w8(kpack_stream stream, const kpack_f16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
+/* cross_entropy_triton with T=bf16, BLOCK=4096, num_warps=8; SASS for sm_80,sm_90a. */
+kpack_status kernels_cross_entropy_triton_bf16_b4096_w8(kpack_stream stream, const kpack_bf16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
+
 /* ==== package ========================================================== */
 
-/* Returns the number of specializations in the package (44). Never fails. */
+/* Returns the number of specializations in the package (68). Never fails. */
 size_t kernels_num_specializations(void);
 
 /*
