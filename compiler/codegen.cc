@@ -411,6 +411,7 @@ class LauncherWriter {
         args.push_back("(void *)&kpack_scratch[" + std::to_string(h) + "]");
       }
     }
+    WriteDivisibilityChecks(s);
     out_ += "  int kpack_bad = 0;\n";
     out_ += "  const int64_t kpack_grid[3] = {" + Join(Dims(k.launch.grid, b), ", ") + "};\n";
     out_ += "  const int64_t kpack_block[3] = {" + Join(block, ", ") + "};\n";
@@ -424,6 +425,20 @@ class LauncherWriter {
             ", stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],\n"
             "                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],\n"
             "                      (uint32_t)kpack_smem, kpack_args);\n}\n\n";
+  }
+
+  // A divisibility hint is a promise the compiled code relies on (16-byte
+  // vector accesses): a launch that breaks it is refused, never run.
+  void WriteDivisibilityChecks(const Specialization& s) {
+    for (const Param& p : s.kernel->params) {
+      if (!p.divisibility) continue;
+      std::string d = std::to_string(p.divisibility);
+      std::string value = p.type.is_pointer ? "(uintptr_t)" + p.name : p.name;
+      std::string what = p.type.is_pointer ? "must be " + d + "-byte aligned" : "must be a multiple of " + d;
+      out_ += "  if (" + value + " % " + d + " != 0)\n";
+      out_ += "    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, \"%s: " + p.name + " " + what +
+              " (divisibility: " + d + " in the manifest)\", " + CString(s.name) + ");\n";
+    }
   }
 
   // Nested switches, one level per constexpr, over the specializations
