@@ -667,13 +667,16 @@ void run_all(Ctx& ctx) {
                            kernels_cross_entropy(ctx.stream, KPACK_DTYPE_U8, 256, p, static_cast<int64_t*>(p),
                                                  static_cast<float*>(p), 1, 1, 1, -100));
 
-  // The package enumerates exactly the configs above.
+  // The package enumerates exactly the configs of its kernels: the CUDA
+  // ones above and their Triton twins (tests/gpu/triton_parity.py).
   {
     Check c;
     c.cases = 1;
     const size_t want = KERNELS_VECTOR_ADD_NUM_CONFIGS + KERNELS_GIOU_LOSS_NUM_CONFIGS +
                         KERNELS_ATTENTION_MASK_FILL_NUM_CONFIGS + KERNELS_SOFTMAX_NUM_CONFIGS +
-                        KERNELS_CROSS_ENTROPY_NUM_CONFIGS;
+                        KERNELS_CROSS_ENTROPY_NUM_CONFIGS + KERNELS_VECTOR_ADD_TRITON_NUM_CONFIGS +
+                        KERNELS_GIOU_LOSS_TRITON_NUM_CONFIGS + KERNELS_ATTENTION_MASK_FILL_TRITON_NUM_CONFIGS +
+                        KERNELS_SOFTMAX_TRITON_NUM_CONFIGS + KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS;
     if (kernels_num_specializations() != want)
       c.fail(fmt("kernels_num_specializations() = %zu, want %zu", kernels_num_specializations(), want));
     ctx.report("kernels_num_specializations", c);

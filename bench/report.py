@@ -1,0 +1,199 @@
+"""Turns one bench/run.sh output folder into the table of ratios.
+
+    python3 bench/report.py OUT_DIR > report.md
+
+Every number in the table comes from the same run: kpack against the raw
+driver, against CUDA's <<<>>>, against Triton, and against the measured
+device-to-device copy ceiling.  Missing inputs are reported, not guessed.
+"""
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def load(folder, name):
+    rows = []
+    path = os.path.join(folder, name + ".jsonl")
+    if not os.path.exists(path):
+        return rows
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+    return rows
+
+
+def find(rows, section, name):
+    for r in rows:
+        if r.get("section") == section and r.get("name") == name:
+            return r
+    return None
+
+
+def fmt(x, digits=2):
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def verdict(ok):
+    return "" if ok is None else ("met" if ok else "**missed**")
+
+
+def launch_section(launch, jit, out):
+    out.append("## 1-2. Launch host cost and dispatcher cost (median per launch)\n")
+    out.append("| variant | ns/launch | ratio to raw cuLaunchKernel | goal |")
+    out.append("| --- | --- | --- | --- |")
+    raw = find(launch, "launch", "raw_cuLaunchKernel")
+    ratios = {
+        "kpack_typed": find(launch, "launch_ratio", "kpack_typed_over_raw"),
+        "kpack_dispatcher": find(launch, "launch_ratio", "kpack_dispatcher_over_raw"),
+        "cuda_chevrons": find(launch, "launch_ratio", "cuda_chevrons_over_raw"),
+    }
+    for name in ["raw_cuLaunchKernel", "kpack_typed", "kpack_dispatcher", "cuda_chevrons", "cuda_chevrons_checked"]:
+        r = find(launch, "launch", name)
+        ratio = ratios.get(name)
+        goal = ""
+        if name == "kpack_typed" and ratio:
+            goal = "<= 1.03x: " + verdict(ratio["value"] <= 1.03)
+        out.append(f"| {name} | {fmt(r and r['value'], 0)} | "
+                   f"{fmt(ratio and ratio['value'], 3) if name != 'raw_cuLaunchKernel' else '1.000'} | {goal} |")
+    d = find(launch, "dispatch", "dispatcher_minus_typed")
+    out.append(f"\nDispatcher minus typed launcher: **{fmt(d and d['value'], 1)} ns** "
+               f"(goal <= 30 ns: {verdict(d['value'] <= 30) if d else 'n/a'}).")
+    warm = find(jit, "triton_jit", "warm_call_host")
+    add = find(jit, "triton_jit", "torch_add_host")
+    typed = find(launch, "launch", "kpack_typed")
+    if warm and typed:
+        warm_ns = warm["value"] * (1000.0 if warm.get("unit") == "us" else 1.0)
+        out.append(f"Triton's warm (cached) call: {fmt(warm['value'])} {warm.get('unit')} of host time, "
+                   f"{fmt(warm_ns / typed['value'], 1)}x kpack's typed launch.")
+    if add and typed:
+        add_ns = add["value"] * (1000.0 if add.get("unit") == "us" else 1.0)
+        out.append(f"torch.add: {fmt(add['value'])} {add.get('unit')} ({fmt(add_ns / typed['value'], 1)}x kpack).")
+    out.append("")
+
+
+def cold_section(launch, jit, out):
+    out.append("## 3. Cold first launch (fresh process, context already created)\n")
+    out.append("| path | time | ratio to bare cuLibraryLoadData + launch |")
+    out.append("| --- | --- | --- |")
+    raw = find(launch, "cold", "raw_first_launch")
+    for name in ["raw_first_launch", "kpack_first_launch", "cuda_chevrons_first_launch",
+                 "kpack_first_launch_prefaulted", "kpack_first_launch_driver_warm"]:
+        r = find(launch, "cold", name)
+        ratio = (r["value"] / raw["value"]) if (r and raw and raw["value"]) else None
+        out.append(f"| {name} | {fmt(r and r['value'], 1)} us | {fmt(ratio, 2)} |")
+    pair = find(launch, "cold_ratio", "kpack_over_raw")
+    if pair:
+        out.append(f"\nkpack / raw, paired by run: **{fmt(pair['value'], 2)}x** "
+                   f"(goal <= 1.2x: {verdict(pair['value'] <= 1.2)}).")
+    for name, label in [("kpack_prefaulted_over_raw", "with the embedded fatbin's pages touched first"),
+                        ("kpack_driver_warm_over_raw", "with the driver already found (a second specialization)")]:
+        r = find(launch, "cold_ratio", name)
+        if r:
+            out.append(f"- kpack / raw {label}: {fmt(r['value'], 2)}x")
+    for name, label in [("first_call_fresh_cache", "Triton, first call in a process, fresh cache"),
+                        ("new_constexpr_fresh_cache", "Triton, first call for a new constexpr value, fresh cache"),
+                        ("first_call_warm_disk_cache", "Triton, first call in a process, warm disk cache"),
+                        ("new_constexpr_warm_disk_cache",
+                         "Triton, first call for a new constexpr value, warm disk cache")]:
+        r = find(jit, "triton_jit", name)
+        if r:
+            kp = find(launch, "cold", "kpack_first_launch")
+            unit = r.get("unit", "ms")
+            value_us = r["value"] * (1000.0 if unit == "ms" else 1.0)
+            ratio = f" ({fmt(value_us / kp['value'], 0)}x kpack's cold launch)" if kp else ""
+            out.append(f"- {label}: {fmt(r['value'], 1)} {unit} median (min {fmt(r.get('min'), 1)}, "
+                       f"max {fmt(r.get('max'), 1)}){ratio}")
+    out.append("")
+
+
+def throughput_section(tput, ttput, out):
+    out.append("## 4. Kernel throughput (sizes past L2, rotating buffers)\n")
+    ceiling = [r for r in tput if r.get("section") == "ceiling"]
+    tceil = [r for r in ttput if r.get("section") == "ceiling" or r.get("kernel") == "d2d_copy"]
+    if ceiling:
+        c = max(r.get("tbps", 0) for r in ceiling)
+        out.append(f"Device-to-device copy ceiling (cudaMemcpyAsync, bytes read + written): **{fmt(c)} TB/s**.\n")
+    out.append("| kernel | dtype | shape | kpack best spec | kpack TB/s | of ceiling | Triton TB/s | kpack / Triton | torch TB/s |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    best = {}
+    for r in tput:
+        if r.get("section") != "throughput":
+            continue
+        dtype = r.get("dtype") or (re.search(r"_(f32|f16|bf16)_", r.get("spec", "") + "_") or [None, "?"])[1]
+        key = (r.get("kernel"), dtype, r.get("shape"))
+        if key not in best or r.get("tbps", 0) > best[key].get("tbps", 0):
+            best[key] = dict(r, dtype=dtype)
+    triton = {}
+    torch = {}
+    for r in ttput:
+        if r.get("section") != "triton_throughput":
+            continue
+        key = (r.get("kernel"), r.get("dtype"), r.get("shape"))
+        (triton if r.get("impl") == "triton" else torch)[key] = r
+    for key in sorted(best, key=lambda k: (str(k[0]), str(k[1]), str(k[2]))):
+        r = best[key]
+        t = triton.get(key)
+        th = torch.get(key)
+        vs = (r["tbps"] / t["tbps"]) if (t and t.get("tbps")) else None
+        out.append(f"| {key[0]} | {key[1]} | {key[2]} | {r.get('spec')} | {fmt(r.get('tbps'))} | "
+                   f"{fmt(r.get('ratio'))} | {fmt(t and t.get('tbps'))} | {fmt(vs)} | {fmt(th and th.get('tbps'))} |")
+    unmatched = sorted(set(triton) - set(best), key=str)
+    if unmatched:
+        out.append(f"\nTriton rows without a kpack row of the same shape: {len(unmatched)}")
+    out.append("")
+
+
+def lazy_section(launch, out):
+    out.append("## 5. Lazy loading: device memory used after launching N specializations\n")
+    out.append("| launched | device memory used | libraries loaded |")
+    out.append("| --- | --- | --- |")
+    for name in ["after_1", "after_10", "after_all"]:
+        r = find(launch, "lazy", name)
+        if r:
+            out.append(f"| {r.get('specializations', name)} | {fmt(r.get('mib'), 1)} MiB | {r.get('libraries_loaded')} |")
+    r = find(launch, "lazy", "per_specialization_after_first")
+    if r:
+        out.append(f"\nPer further specialization: {fmt(r.get('mib'), 2)} MiB.")
+    out.append("")
+
+
+def zero_jit_section(folder, out):
+    out.append("## 6. Zero JIT\n")
+    for name, label in [("zero_jit_gpu_test", "every specialization with CUDA_DISABLE_PTX_JIT=1"),
+                        ("zero_jit_no_sass", "a library built for sm_80 only, on this device")]:
+        path = os.path.join(folder, name + ".jsonl")
+        text = open(path).read() if os.path.exists(path) else ""
+        summary = re.findall(r"^\d+ passed, \d+ failed", text, re.M)
+        detail = re.findall(r"^device sm_.*$", text, re.M)
+        out.append(f"- {label}: {summary[-1] if summary else 'n/a'}" + (f"; {detail[-1]}" if detail else ""))
+    out.append("")
+
+
+def main(folder):
+    out = ["# kpack benchmarks\n"]
+    dev = os.path.join(folder, "device.txt")
+    if os.path.exists(dev):
+        out.append("```\n" + open(dev).read().strip() + "\n```\n")
+    launch = load(folder, "launch")
+    jit = load(folder, "triton_jit")
+    launch_section(launch, jit, out)
+    cold_section(launch, jit, out)
+    throughput_section(load(folder, "throughput"), load(folder, "triton_throughput"), out)
+    lazy_section(launch, out)
+    zero_jit_section(folder, out)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "bench-out")
