@@ -117,6 +117,22 @@ def cold_section(launch, jit, out):
     out.append("")
 
 
+def shape_key(shape):
+    """The numbers of a shape label, so "rows=32768 cols=4096" (kpack) and
+    "32768x4096" (Triton) pair up; comments in parentheses are dropped and
+    repeated numbers folded ("64x2048x2048" -> 64, 2048)."""
+    numbers = re.findall(r"\d+", re.sub(r"\(.*?\)", "", shape or ""))
+    folded = [n for i, n in enumerate(numbers) if i == 0 or n != numbers[i - 1]]
+    return tuple(int(n) for n in folded)
+
+
+def variant_of(r):
+    if r.get("variant"):
+        return r["variant"]
+    m = re.search(r",(causal|nocausal)$", r.get("shape", ""))
+    return m.group(1) if m else ""
+
+
 def throughput_section(tput, ttput, out):
     out.append("## 4. Kernel throughput (sizes past L2, rotating buffers)\n")
     ceiling = [r for r in tput if r.get("section") == "ceiling"]
@@ -131,7 +147,7 @@ def throughput_section(tput, ttput, out):
         if r.get("section") != "throughput":
             continue
         dtype = r.get("dtype") or (re.search(r"_(f32|f16|bf16)_", r.get("spec", "") + "_") or [None, "?"])[1]
-        key = (r.get("kernel"), dtype, r.get("shape"))
+        key = (r.get("kernel"), variant_of(r), dtype, shape_key(r.get("shape")))
         if key not in best or r.get("tbps", 0) > best[key].get("tbps", 0):
             best[key] = dict(r, dtype=dtype)
     triton = {}
@@ -139,18 +155,20 @@ def throughput_section(tput, ttput, out):
     for r in ttput:
         if r.get("section") != "triton_throughput":
             continue
-        key = (r.get("kernel"), r.get("dtype"), r.get("shape"))
+        key = (r.get("kernel"), variant_of(r), r.get("dtype"), shape_key(r.get("shape")))
         (triton if r.get("impl") == "triton" else torch)[key] = r
-    for key in sorted(best, key=lambda k: (str(k[0]), str(k[1]), str(k[2]))):
+    for key in sorted(best, key=str):
         r = best[key]
         t = triton.get(key)
         th = torch.get(key)
         vs = (r["tbps"] / t["tbps"]) if (t and t.get("tbps")) else None
-        out.append(f"| {key[0]} | {key[1]} | {key[2]} | {r.get('spec')} | {fmt(r.get('tbps'))} | "
+        kernel = key[0] + (f" ({key[1]})" if key[1] else "")
+        out.append(f"| {kernel} | {key[2]} | {r.get('shape')} | {r.get('spec')} | {fmt(r.get('tbps'))} | "
                    f"{fmt(r.get('ratio'))} | {fmt(t and t.get('tbps'))} | {fmt(vs)} | {fmt(th and th.get('tbps'))} |")
     unmatched = sorted(set(triton) - set(best), key=str)
     if unmatched:
-        out.append(f"\nTriton rows without a kpack row of the same shape: {len(unmatched)}")
+        out.append("\nTriton shapes kpack's bench did not run: " +
+                   ", ".join(f"{k[0]} {k[2]} {'x'.join(map(str, k[3]))}" for k in unmatched))
     out.append("")
 
 
