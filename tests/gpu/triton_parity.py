@@ -813,7 +813,6 @@ class Runner:
 
     def guards_touched(self, case, outs):
         """Names of outputs with a byte outside [0, numel) that lost its poison."""
-        t = self.torch
         bad = []
         for name, (numel, dtype, offset) in case.outputs.items():
             raw, view = outs[name]
@@ -1073,10 +1072,8 @@ def main(argv):
                     help="count 'SASS differs' (JIT specialized differently, bits differ) as a failure")
     args = ap.parse_args(argv[1:])
 
-    try:
-        import yaml  # noqa: F401
-    except ImportError as e:
-        skip("pyyaml is not installed for %s (%s)" % (sys.executable, e))
+    if importlib.util.find_spec("yaml") is None:
+        skip("pyyaml is not installed for %s" % sys.executable)
     package = Package(args.package or os.path.join(args.root, "manifests", "kpack.yaml"))
     try:
         lib = Library(args.lib, package.prefix)
