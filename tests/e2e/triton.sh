@@ -121,5 +121,29 @@ else
   fail "missing python (rc=$rc)"; cat log
 fi
 
+# 7. A feature the runtime cannot provide yet: device-side TMA descriptors
+# need Triton's global scratch memory.
+write_package
+cat > m/add.py <<'PY'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x, y, out, n, BLOCK: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x, shape=[n], strides=[1], block_shape=[BLOCK])
+    out_desc = tl.make_tensor_descriptor(out, shape=[n], strides=[1], block_shape=[BLOCK])
+    offset = tl.program_id(0) * BLOCK
+    out_desc.store([offset], desc.load([offset]))
+PY
+sed -i 's/archs: \[sm_80, sm_90\]/archs: [sm_90]/' m/kpack.yaml
+build; rc=$?
+if [ $rc -eq 1 ] && grep -q "^add needs [0-9]* bytes of global scratch memory, which the kpack runtime cannot provide yet$" log \
+   && [ ! -e out/tk.h ]; then
+  pass "a kernel needing global scratch is refused with Triton's figure"
+else
+  fail "global scratch (rc=$rc)"; cat log
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
