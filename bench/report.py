@@ -159,13 +159,17 @@ def throughput_section(tput, ttput, out):
         (triton if r.get("impl") == "triton" else torch)[key] = r
     for key in sorted(best, key=str):
         r = best[key]
-        t = triton.get(key)
+        # kpack's AOT build of a Triton twin ("softmax_triton") is compared
+        # with Triton's JIT of the same kernel ("softmax").
+        jit_key = (key[0][:-len("_triton")],) + key[1:] if key[0].endswith("_triton") else key
+        t = triton.get(jit_key)
         th = torch.get(key)
         vs = (r["tbps"] / t["tbps"]) if (t and t.get("tbps")) else None
         kernel = key[0] + (f" ({key[1]})" if key[1] else "")
         out.append(f"| {kernel} | {key[2]} | {r.get('shape')} | {r.get('spec')} | {fmt(r.get('tbps'))} | "
                    f"{fmt(r.get('ratio'))} | {fmt(t and t.get('tbps'))} | {fmt(vs)} | {fmt(th and th.get('tbps'))} |")
-    unmatched = sorted(set(triton) - set(best), key=str)
+    paired = {((k[0][:-len("_triton")],) + k[1:]) if k[0].endswith("_triton") else k for k in best}
+    unmatched = sorted(set(triton) - paired, key=str)
     if unmatched:
         out.append("\nTriton shapes kpack's bench did not run: " +
                    ", ".join(f"{k[0]} {k[2]} {'x'.join(map(str, k[3]))}" for k in unmatched))

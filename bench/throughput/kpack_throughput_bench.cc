@@ -1,6 +1,7 @@
 // kpack_throughput_bench.cc - achieved memory bandwidth of every built
-// specialization of the bundled kernels, against the device-to-device copy
-// ceiling measured in the same run.
+// specialization of the bundled kernels and of their Triton twins (launched
+// through kpack), against the device-to-device copy ceiling measured in the
+// same run.
 //
 //   kpack_throughput_bench [--quick] [--kernel NAME[,NAME...]] [--mem-gib N]
 //
@@ -11,6 +12,11 @@
 // the minimum bytes the kernel must move divided by the median time per
 // launch.  The ceiling is cudaMemcpyAsync device to device of the same
 // number of bytes moved (read + written), timed the same way.
+//
+// The Triton twins (vector_add_triton, ...) run through the same code as
+// the CUDA kernels, on the shapes bench/triton/triton_throughput.py gives
+// Triton's JIT, with its shape spelling, so that bench/report.py can pair
+// kpack's AOT launches of the Triton kernels with the JIT's.
 //
 // stdout: JSON lines, one per measurement ("device", "ceiling",
 // "throughput", "best", "skipped", "error" sections); notes go to stderr.
@@ -252,14 +258,6 @@ std::vector<uint8_t> uniform_pattern(kpack_dtype t, size_t n, double lo, double 
   return raw;
 }
 
-template <typename Cfg>
-std::vector<kpack_dtype> dtypes_of(const Cfg* cfgs, size_t n) {
-  std::vector<kpack_dtype> out;
-  for (size_t i = 0; i < n; ++i)
-    if (std::find(out.begin(), out.end(), cfgs[i].T) == out.end()) out.push_back(cfgs[i].T);
-  return out;
-}
-
 const char* dname(kpack_dtype t) { return kpack_dtype_name(t); }
 
 // ---- Device memory ----------------------------------------------------------------
@@ -306,7 +304,7 @@ class Arena {
 
 // One (kernel, shape, dtype) with its buffers' sizes and rotation.
 struct Case {
-  std::string kernel, shape;
+  std::string kernel, impl, shape;  // impl: kpack_cuda or kpack_triton
   kpack_dtype t = KPACK_DTYPE_F32;
   uint64_t bytes = 0;      // minimum bytes one launch must move
   uint64_t set_bytes = 0;  // device bytes of one rotating set
@@ -462,9 +460,11 @@ class Ctx {
   }
 
   // Sizes a case: its rotation and its copy ceiling.  nsets == 0: skipped.
-  Case begin_case(const char* kernel, const std::string& shape, kpack_dtype t, uint64_t bytes, uint64_t set_bytes) {
+  Case begin_case(const std::string& kernel, const std::string& impl, const std::string& shape, kpack_dtype t,
+                  uint64_t bytes, uint64_t set_bytes) {
     Case c;
     c.kernel = kernel;
+    c.impl = impl;
     c.shape = shape;
     c.t = t;
     c.bytes = bytes;
@@ -476,8 +476,8 @@ class Ctx {
       return c;
     }
     c.ceiling = ceiling(bytes);
-    watch(fmt("%s %s %s: allocate and fill", kernel, dname(t), shape.c_str()));
-    note(fmt("%s %s [%s]: %.3f GiB moved per launch, %d sets of %.3f GiB", kernel, dname(t), shape.c_str(),
+    watch(fmt("%s %s %s: allocate and fill", kernel.c_str(), dname(t), shape.c_str()));
+    note(fmt("%s %s [%s]: %.3f GiB moved per launch, %d sets of %.3f GiB", kernel.c_str(), dname(t), shape.c_str(),
              bytes / double(kGiB), c.nsets, set_bytes / double(kGiB)));
     if (static_cast<uint64_t>(c.nsets) * set_bytes < 4 * l2)
       note("note: the rotating sets total less than 4x L2; launches may hit L2");
@@ -487,9 +487,10 @@ class Ctx {
   void skip(Case& c, const std::string& why) {
     c.nsets = 0;
     note(fmt("skipped: %s %s [%s]: %s", c.kernel.c_str(), dname(c.t), c.shape.c_str(), why.c_str()));
-    emit(fmt("{\"section\": \"skipped\", \"kernel\": %s, \"dtype\": %s, \"shape\": %s, \"reason\": %s}",
-             json_str(c.kernel).c_str(), json_str(dname(c.t)).c_str(), json_str(c.shape).c_str(),
-             json_str(why).c_str()));
+    emit(fmt("{\"section\": \"skipped\", \"kernel\": %s, \"impl\": %s, \"dtype\": %s, \"shape\": %s, "
+             "\"reason\": %s}",
+             json_str(c.kernel).c_str(), json_str(c.impl).c_str(), json_str(dname(c.t)).c_str(),
+             json_str(c.shape).c_str(), json_str(why).c_str()));
   }
 
   // One specialization on one case: poison the set-0 outputs, launch once
@@ -515,12 +516,12 @@ class Ctx {
     const double tbps = static_cast<double>(c.bytes) / t.median_us / 1e6;
     const double ratio = tbps / c.ceiling;
     std::string extra = variant.empty() ? "" : ", \"variant\": " + json_str(variant);
-    emit(fmt("{\"section\": \"throughput\", \"kernel\": %s, \"spec\": %s, \"dtype\": %s%s, \"shape\": %s, "
-             "\"bytes\": %" PRIu64 ", \"us\": %.3f, \"us_min\": %.3f, \"tbps\": %.4f, \"ceiling_tbps\": %s, "
-             "\"ratio\": %s, \"sets\": %d, \"launches_per_batch\": %d, \"valid\": %s}",
-             json_str(c.kernel).c_str(), json_str(spec).c_str(), json_str(dname(c.t)).c_str(), extra.c_str(),
-             json_str(c.shape).c_str(), c.bytes, t.median_us, t.min_us, tbps, json_num(c.ceiling).c_str(),
-             json_num(ratio).c_str(), c.nsets, t.per_batch, valid ? "true" : "false"));
+    emit(fmt("{\"section\": \"throughput\", \"kernel\": %s, \"impl\": %s, \"spec\": %s, \"dtype\": %s%s, "
+             "\"shape\": %s, \"bytes\": %" PRIu64 ", \"us\": %.3f, \"us_min\": %.3f, \"tbps\": %.4f, "
+             "\"ceiling_tbps\": %s, \"ratio\": %s, \"sets\": %d, \"launches_per_batch\": %d, \"valid\": %s}",
+             json_str(c.kernel).c_str(), json_str(c.impl).c_str(), json_str(spec).c_str(), json_str(dname(c.t)).c_str(),
+             extra.c_str(), json_str(c.shape).c_str(), c.bytes, t.median_us, t.min_us, tbps,
+             json_num(c.ceiling).c_str(), json_num(ratio).c_str(), c.nsets, t.per_batch, valid ? "true" : "false"));
     if (valid) records_.push_back({c.kernel, dname(c.t), variant, c.shape, spec, tbps, ratio});
   }
 
@@ -584,8 +585,55 @@ class Ctx {
   std::set<std::string> spec_names_;
 };
 
+// ---- Implementations -------------------------------------------------------------
+// Every kernel body below (shapes, buffers, validation, timing) serves both
+// the CUDA template and its Triton twin.  An Impl lists the built
+// specializations of one of them, each with its launch: the dispatcher with
+// that specialization's constexprs bound, so a body never names a dispatcher.
+
+template <typename Fn>
+struct Spec {
+  kpack_dtype T;
+  int causal;        // attention_mask_fill's CAUSAL (0 or 1); 0 for the others
+  std::string name;  // as kernels_specialization_info() lists it
+  Fn launch;
+};
+
+template <typename Fn>
+struct Impl {
+  std::string kernel;  // "kernel" of the JSON lines: softmax, softmax_triton, ...
+  std::string impl;    // "impl": kpack_cuda or kpack_triton
+  std::vector<Spec<Fn>> specs;
+
+  // The dtypes of the built specializations, in manifest order.
+  std::vector<kpack_dtype> dtypes() const {
+    std::vector<kpack_dtype> out;
+    for (const Spec<Fn>& s : specs)
+      if (std::find(out.begin(), out.end(), s.T) == out.end()) out.push_back(s.T);
+    return out;
+  }
+};
+
+// An Impl over a generated kernels_<kernel>_configs[] array, in its order;
+// make(config) returns the Spec of one entry.
+template <typename Fn, typename Cfg, size_t N, typename Make>
+Impl<Fn> impl_of(const char* kernel, const char* impl, const Cfg (&configs)[N], const Make& make) {
+  Impl<Fn> im{kernel, impl, {}};
+  for (const Cfg& cfg : configs) im.specs.push_back(make(cfg));
+  return im;
+}
+
+constexpr const char* kCuda = "kpack_cuda";
+constexpr const char* kTriton = "kpack_triton";
+
+// Specialization names as the generator spells them: <kernel>_<T>_b<BLOCK>,
+// and _w<num_warps> after it for the Triton twins.
 std::string block_spec(const char* kernel, kpack_dtype t, int block) {
   return fmt("%s_%s_b%d", kernel, dname(t), block);
+}
+
+std::string triton_spec(const char* kernel, kpack_dtype t, int block, int num_warps) {
+  return block_spec(kernel, t, block) + fmt("_w%d", num_warps);
 }
 
 // Checks got(i) against want(i) for i < n; describes the first mismatch as
@@ -605,58 +653,90 @@ bool check_range(size_t n, const std::function<double(size_t)>& got, const std::
 // ---- vector_add ----------------------------------------------------------------
 // Bytes: 3 n sizeof(T) (x and y read, out written).
 
-void bench_vector_add(Ctx& ctx) {
-  const char* K = "vector_add";
-  struct Shape {
-    const char* label;
-    int64_t n;
-  };
+using VectorAddFn = std::function<kpack_status(cudaStream_t, const void* x, const void* y, void* out, int64_t n)>;
+
+struct VectorAddJob {
+  std::string shape;
+  int64_t n;
+  kpack_dtype t;
+};
+
+void bench_vector_add(Ctx& ctx, const Impl<VectorAddFn>& im, const std::vector<VectorAddJob>& jobs) {
+  for (const VectorAddJob& j : jobs) {
+    const kpack_dtype t = j.t;
+    const size_t es = dtype_size(t);
+    const uint64_t n = static_cast<uint64_t>(j.n), tensor = n * es;
+    Case c = ctx.begin_case(im.kernel, im.impl, j.shape, t, 3 * tensor, 3 * tensor);
+    if (c.nsets == 0) continue;
+    Arena a;
+    const auto x = a.alloc_sets(c.nsets, tensor), y = a.alloc_sets(c.nsets, tensor),
+               out = a.alloc_sets(c.nsets, tensor);
+    if (!a.ok()) {
+      ctx.skip(c, "cudaMalloc ran out of memory");
+      continue;
+    }
+    ctx.fill_sets(x, tensor, uniform_pattern(t, kPatternElems, -4, 4, 1));
+    ctx.fill_sets(y, tensor, uniform_pattern(t, kPatternElems, -4, 4, 2));
+
+    // Windows at the start, middle and end: out = x + y rounded once.
+    const auto check = [&](std::string* why) {
+      const uint64_t w = 4096;
+      for (const uint64_t e0 : {uint64_t{0}, n / 2, n - w}) {
+        const auto hx = ctx.download(x[0], e0 * es, w * es), hy = ctx.download(y[0], e0 * es, w * es),
+                   ho = ctx.download(out[0], e0 * es, w * es);
+        if (!check_range(
+                w, [&](size_t i) { return get(t, ho.data(), i); },
+                [&](size_t i) { return get(t, hx.data(), i) + get(t, hy.data(), i); }, rtol(t), 0,
+                fmt("out[%" PRIu64 " + ", e0), why))
+          return false;
+      }
+      return true;
+    };
+    for (const Spec<VectorAddFn>& sp : im.specs) {
+      if (sp.T != t) continue;
+      ctx.run(
+          c, sp.name, "", [&](int s) { return sp.launch(ctx.stream, x[s], y[s], out[s], j.n); },
+          [&] { ctx.poison(out[0], tensor); }, check);
+    }
+  }
+  ctx.emit_best(im.kernel);
+}
+
+void bench_vector_add_cuda(Ctx& ctx) {
+  const auto im =
+      impl_of<VectorAddFn>("vector_add", kCuda, kernels_vector_add_configs, [](const kernels_vector_add_config& cfg) {
+        return Spec<VectorAddFn>{cfg.T, 0, block_spec("vector_add", cfg.T, cfg.BLOCK),
+                                 [cfg](cudaStream_t st, const void* x, const void* y, void* out, int64_t n) {
+                                   return kernels_vector_add(st, cfg.T, cfg.BLOCK, x, y, out, n);
+                                 }};
+      });
   // 2^28 elements: 1 GiB per f32 tensor, the large case; the residual add
   // of an 8192-token batch of a hidden=8192 model (Llama-70B) as the engine
   // shape (128 MiB per f16 tensor: still 6x L2 per set).
-  const Shape shapes[] = {{"n=268435456", int64_t{1} << 28},
-                          {"n=67108864 (residual add, tokens=8192 hidden=8192)", int64_t{8192} * 8192}};
-  for (const Shape& sh : shapes) {
-    for (const kpack_dtype t : dtypes_of(kernels_vector_add_configs, KERNELS_VECTOR_ADD_NUM_CONFIGS)) {
-      const size_t es = dtype_size(t);
-      const uint64_t n = static_cast<uint64_t>(sh.n), tensor = n * es;
-      Case c = ctx.begin_case(K, sh.label, t, 3 * tensor, 3 * tensor);
-      if (c.nsets == 0) continue;
-      Arena a;
-      const auto x = a.alloc_sets(c.nsets, tensor), y = a.alloc_sets(c.nsets, tensor),
-                 out = a.alloc_sets(c.nsets, tensor);
-      if (!a.ok()) {
-        ctx.skip(c, "cudaMalloc ran out of memory");
-        continue;
-      }
-      ctx.fill_sets(x, tensor, uniform_pattern(t, kPatternElems, -4, 4, 1));
-      ctx.fill_sets(y, tensor, uniform_pattern(t, kPatternElems, -4, 4, 2));
+  const std::pair<const char*, int64_t> shapes[] = {
+      {"n=268435456", int64_t{1} << 28}, {"n=67108864 (residual add, tokens=8192 hidden=8192)", int64_t{8192} * 8192}};
+  std::vector<VectorAddJob> jobs;
+  for (const auto& sh : shapes)
+    for (const kpack_dtype t : im.dtypes()) jobs.push_back({sh.first, sh.second, t});
+  bench_vector_add(ctx, im, jobs);
+}
 
-      // Windows at the start, middle and end: out = x + y rounded once.
-      const auto check = [&](std::string* why) {
-        const uint64_t w = 4096;
-        for (const uint64_t e0 : {uint64_t{0}, n / 2, n - w}) {
-          const auto hx = ctx.download(x[0], e0 * es, w * es), hy = ctx.download(y[0], e0 * es, w * es),
-                     ho = ctx.download(out[0], e0 * es, w * es);
-          if (!check_range(
-                  w, [&](size_t i) { return get(t, ho.data(), i); },
-                  [&](size_t i) { return get(t, hx.data(), i) + get(t, hy.data(), i); }, rtol(t), 0,
-                  fmt("out[%" PRIu64 " + ", e0), why))
-            return false;
-        }
-        return true;
-      };
-      for (size_t i = 0; i < KERNELS_VECTOR_ADD_NUM_CONFIGS; ++i) {
-        const kernels_vector_add_config cfg = kernels_vector_add_configs[i];
-        if (cfg.T != t) continue;
-        ctx.run(
-            c, block_spec(K, t, cfg.BLOCK), "",
-            [&](int s) { return kernels_vector_add(ctx.stream, cfg.T, cfg.BLOCK, x[s], y[s], out[s], sh.n); },
-            [&] { ctx.poison(out[0], tensor); }, check);
-      }
-    }
+void bench_vector_add_triton(Ctx& ctx) {
+  const auto im = impl_of<VectorAddFn>(
+      "vector_add_triton", kTriton, kernels_vector_add_triton_configs, [](const kernels_vector_add_triton_config& cfg) {
+        return Spec<VectorAddFn>{cfg.T, 0, triton_spec("vector_add_triton", cfg.T, cfg.BLOCK, cfg.num_warps),
+                                 [cfg](cudaStream_t st, const void* x, const void* y, void* out, int64_t n) {
+                                   return kernels_vector_add_triton(st, cfg.T, cfg.BLOCK, cfg.num_warps, x, y, out, n);
+                                 }};
+      });
+  // triton_throughput.py: n = 2^28 for f32, 2^29 for f16 and bf16 (the same
+  // bytes), shape "n=<n>".
+  std::vector<VectorAddJob> jobs;
+  for (const kpack_dtype t : im.dtypes()) {
+    const int64_t n = t == KPACK_DTYPE_F32 ? int64_t{1} << 28 : int64_t{1} << 29;
+    jobs.push_back({fmt("n=%" PRId64, n), n, t});
   }
-  ctx.emit_best(K);
+  bench_vector_add(ctx, im, jobs);
 }
 
 // ---- giou_loss -----------------------------------------------------------------
@@ -708,80 +788,107 @@ void box_patterns(kpack_dtype t, size_t boxes, std::vector<uint8_t>* preds, std:
   }
 }
 
-void bench_giou(Ctx& ctx) {
-  const char* K = "giou_loss";
-  struct Shape {
-    const char* label;
-    int64_t boxes;
-  };
-  // 64M boxes: 2.3 GiB moved per f32 launch, 1.2 GiB per f16 one; 16M
-  // boxes (64 images x 262144 anchors) as the engine shape.
-  const Shape shapes[] = {{"boxes=67108864", int64_t{64} << 20},
-                          {"boxes=16777216 (B=64 N=262144)", int64_t{16} << 20}};
-  for (const Shape& sh : shapes) {
-    for (const kpack_dtype t : dtypes_of(kernels_giou_loss_configs, KERNELS_GIOU_LOSS_NUM_CONFIGS)) {
-      const size_t es = dtype_size(t);
-      const uint64_t nb = static_cast<uint64_t>(sh.boxes);
-      const uint64_t in_bytes = nb * 4 * es, g_bytes = nb * es, v_bytes = nb;
-      const uint64_t bytes = 2 * in_bytes + g_bytes + v_bytes;
-      Case c = ctx.begin_case(K, sh.label, t, bytes, bytes);
-      if (c.nsets == 0) continue;
-      Arena a;
-      const auto p = a.alloc_sets(c.nsets, in_bytes), tg = a.alloc_sets(c.nsets, in_bytes),
-                 g = a.alloc_sets(c.nsets, g_bytes), v = a.alloc_sets(c.nsets, v_bytes);
-      if (!a.ok()) {
-        ctx.skip(c, "cudaMalloc ran out of memory");
-        continue;
-      }
-      std::vector<uint8_t> pp, tp;
-      box_patterns(t, kPatternElems / 4, &pp, &tp);  // whole boxes, the same period in both
-      ctx.fill_sets(p, in_bytes, pp);
-      ctx.fill_sets(tg, in_bytes, tp);
+using GiouFn = std::function<kpack_status(cudaStream_t, const void* preds, const void* targets, void* giou,
+                                          uint8_t* valid, int64_t boxes)>;
 
-      const auto check = [&](std::string* why) {
-        const uint64_t w = 4096;
-        for (const uint64_t b0 : {uint64_t{0}, nb / 2, nb - w}) {
-          const auto hp = ctx.download(p[0], b0 * 4 * es, w * 4 * es), ht = ctx.download(tg[0], b0 * 4 * es, w * 4 * es),
-                     hg = ctx.download(g[0], b0 * es, w * es), hv = ctx.download(v[0], b0, w);
-          for (uint64_t i = 0; i < w; ++i) {
-            double pb[4], tb[4];
-            for (int k = 0; k < 4; ++k) {
-              pb[k] = get(t, hp.data(), i * 4 + k);
-              tb[k] = get(t, ht.data(), i * 4 + k);
-            }
-            bool ok = false;
-            const double want = giou_ref(pb, tb, &ok), got = get(t, hg.data(), i);
-            if (hv[i] != (ok ? 1 : 0)) {
-              *why = fmt("valid[%" PRIu64 "] = %d, want %d", b0 + i, hv[i], ok ? 1 : 0);
-              return false;
-            }
-            // giou is in [-1, 1]: tolerance relative to max(1, |giou|).
-            if (!close(got, want, rtol(t), rtol(t))) {
-              *why = fmt("giou[%" PRIu64 "] = %.9g, want %.9g", b0 + i, got, want);
-              return false;
-            }
+struct GiouJob {
+  std::string shape;
+  int64_t boxes;
+  kpack_dtype t;
+};
+
+void bench_giou(Ctx& ctx, const Impl<GiouFn>& im, const std::vector<GiouJob>& jobs) {
+  for (const GiouJob& j : jobs) {
+    const kpack_dtype t = j.t;
+    const size_t es = dtype_size(t);
+    const uint64_t nb = static_cast<uint64_t>(j.boxes);
+    const uint64_t in_bytes = nb * 4 * es, g_bytes = nb * es, v_bytes = nb;
+    const uint64_t bytes = 2 * in_bytes + g_bytes + v_bytes;
+    Case c = ctx.begin_case(im.kernel, im.impl, j.shape, t, bytes, bytes);
+    if (c.nsets == 0) continue;
+    Arena a;
+    const auto p = a.alloc_sets(c.nsets, in_bytes), tg = a.alloc_sets(c.nsets, in_bytes),
+               g = a.alloc_sets(c.nsets, g_bytes), v = a.alloc_sets(c.nsets, v_bytes);
+    if (!a.ok()) {
+      ctx.skip(c, "cudaMalloc ran out of memory");
+      continue;
+    }
+    std::vector<uint8_t> pp, tp;
+    box_patterns(t, kPatternElems / 4, &pp, &tp);  // whole boxes, the same period in both
+    ctx.fill_sets(p, in_bytes, pp);
+    ctx.fill_sets(tg, in_bytes, tp);
+
+    const auto check = [&](std::string* why) {
+      const uint64_t w = 4096;
+      for (const uint64_t b0 : {uint64_t{0}, nb / 2, nb - w}) {
+        const auto hp = ctx.download(p[0], b0 * 4 * es, w * 4 * es), ht = ctx.download(tg[0], b0 * 4 * es, w * 4 * es),
+                   hg = ctx.download(g[0], b0 * es, w * es), hv = ctx.download(v[0], b0, w);
+        for (uint64_t i = 0; i < w; ++i) {
+          double pb[4], tb[4];
+          for (int k = 0; k < 4; ++k) {
+            pb[k] = get(t, hp.data(), i * 4 + k);
+            tb[k] = get(t, ht.data(), i * 4 + k);
+          }
+          bool ok = false;
+          const double want = giou_ref(pb, tb, &ok), got = get(t, hg.data(), i);
+          if (hv[i] != (ok ? 1 : 0)) {
+            *why = fmt("valid[%" PRIu64 "] = %d, want %d", b0 + i, hv[i], ok ? 1 : 0);
+            return false;
+          }
+          // giou is in [-1, 1]: tolerance relative to max(1, |giou|).
+          if (!close(got, want, rtol(t), rtol(t))) {
+            *why = fmt("giou[%" PRIu64 "] = %.9g, want %.9g", b0 + i, got, want);
+            return false;
           }
         }
-        return true;
-      };
-      for (size_t i = 0; i < KERNELS_GIOU_LOSS_NUM_CONFIGS; ++i) {
-        const kernels_giou_loss_config cfg = kernels_giou_loss_configs[i];
-        if (cfg.T != t) continue;
-        ctx.run(
-            c, block_spec(K, t, cfg.BLOCK), "",
-            [&](int s) {
-              return kernels_giou_loss(ctx.stream, cfg.T, cfg.BLOCK, p[s], tg[s], g[s], static_cast<uint8_t*>(v[s]),
-                                       sh.boxes);
-            },
-            [&] {
-              ctx.poison(g[0], g_bytes);
-              ctx.poison(v[0], v_bytes);
-            },
-            check);
       }
+      return true;
+    };
+    for (const Spec<GiouFn>& sp : im.specs) {
+      if (sp.T != t) continue;
+      ctx.run(
+          c, sp.name, "",
+          [&](int s) { return sp.launch(ctx.stream, p[s], tg[s], g[s], static_cast<uint8_t*>(v[s]), j.boxes); },
+          [&] {
+            ctx.poison(g[0], g_bytes);
+            ctx.poison(v[0], v_bytes);
+          },
+          check);
     }
   }
-  ctx.emit_best(K);
+  ctx.emit_best(im.kernel);
+}
+
+void bench_giou_cuda(Ctx& ctx) {
+  const auto im =
+      impl_of<GiouFn>("giou_loss", kCuda, kernels_giou_loss_configs, [](const kernels_giou_loss_config& cfg) {
+        return Spec<GiouFn>{cfg.T, 0, block_spec("giou_loss", cfg.T, cfg.BLOCK),
+                            [cfg](cudaStream_t st, const void* p, const void* t, void* g, uint8_t* v, int64_t nb) {
+                              return kernels_giou_loss(st, cfg.T, cfg.BLOCK, p, t, g, v, nb);
+                            }};
+      });
+  // 64M boxes: 2.3 GiB moved per f32 launch, 1.2 GiB per f16 one; 16M
+  // boxes (64 images x 262144 anchors) as the engine shape.
+  const std::pair<const char*, int64_t> shapes[] = {{"boxes=67108864", int64_t{64} << 20},
+                                                    {"boxes=16777216 (B=64 N=262144)", int64_t{16} << 20}};
+  std::vector<GiouJob> jobs;
+  for (const auto& sh : shapes)
+    for (const kpack_dtype t : im.dtypes()) jobs.push_back({sh.first, sh.second, t});
+  bench_giou(ctx, im, jobs);
+}
+
+void bench_giou_triton(Ctx& ctx) {
+  const auto im = impl_of<GiouFn>(
+      "giou_loss_triton", kTriton, kernels_giou_loss_triton_configs, [](const kernels_giou_loss_triton_config& cfg) {
+        return Spec<GiouFn>{cfg.T, 0, triton_spec("giou_loss_triton", cfg.T, cfg.BLOCK, cfg.num_warps),
+                            [cfg](cudaStream_t st, const void* p, const void* t, void* g, uint8_t* v, int64_t nb) {
+                              return kernels_giou_loss_triton(st, cfg.T, cfg.BLOCK, cfg.num_warps, p, t, g, v, nb);
+                            }};
+      });
+  // triton_throughput.py: B = 2^24 boxes, shape "B=<B>".
+  std::vector<GiouJob> jobs;
+  for (const kpack_dtype t : im.dtypes()) jobs.push_back({fmt("B=%" PRId64, int64_t{1} << 24), int64_t{1} << 24, t});
+  bench_giou(ctx, im, jobs);
 }
 
 // ---- attention_mask_fill -------------------------------------------------------
@@ -828,9 +935,20 @@ uint32_t masked_bits(kpack_dtype t) {
   return t == KPACK_DTYPE_F32 ? 0xff800000u : t == KPACK_DTYPE_F16 ? 0xfc00u : 0xff80u;
 }
 
-void bench_mask(Ctx& ctx) {
-  const char* K = "attention_mask_fill";
-  for (const MaskShape& sh : mask_shapes()) {
+using MaskFn =
+    std::function<kpack_status(cudaStream_t, const int32_t* q_len, const int32_t* kv_len, const int64_t* mask_offsets,
+                               void* mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len)>;
+
+struct MaskJob {
+  MaskShape shape;
+  kpack_dtype t;
+  int causal;  // only the specializations with this CAUSAL; -1: both
+};
+
+void bench_mask(Ctx& ctx, const Impl<MaskFn>& im, const std::vector<MaskJob>& jobs) {
+  for (const MaskJob& j : jobs) {
+    const MaskShape& sh = j.shape;
+    const kpack_dtype t = j.t;
     const size_t nr = sh.q.size();
     std::vector<int64_t> off(nr);
     int64_t total = 0;
@@ -846,129 +964,209 @@ void bench_mask(Ctx& ctx) {
     for (size_t r = 1; r < nr; ++r)
       if (static_cast<int64_t>(sh.q[r]) * sh.kv[r] > static_cast<int64_t>(sh.q[big]) * sh.kv[big]) big = r;
     const std::vector<size_t> sample = {0, nr / 2, nr - 1, big};
-    for (const kpack_dtype t : dtypes_of(kernels_attention_mask_fill_configs, KERNELS_ATTENTION_MASK_FILL_NUM_CONFIGS)) {
-      const size_t es = dtype_size(t);
-      const uint64_t mask_bytes = static_cast<uint64_t>(total) * es;
-      Case c = ctx.begin_case(K, sh.label, t, mask_bytes + 16 * nr, mask_bytes);
-      if (c.nsets == 0) continue;
-      Arena a;
-      const auto mask = a.alloc_sets(c.nsets, mask_bytes);
-      // The small inputs are shared by the sets: every block reads them, so
-      // they live in L2 whatever the rotation.
-      void* dq = a.alloc(nr * 4);
-      void* dkv = a.alloc(nr * 4);
-      void* doff = a.alloc(nr * 8);
-      if (!a.ok()) {
-        ctx.skip(c, "cudaMalloc ran out of memory");
-        continue;
-      }
-      ctx.upload(dq, sh.q);
-      ctx.upload(dkv, sh.kv);
-      ctx.upload(doff, off);
+    const size_t es = dtype_size(t);
+    const uint64_t mask_bytes = static_cast<uint64_t>(total) * es;
+    Case c = ctx.begin_case(im.kernel, im.impl, sh.label, t, mask_bytes + 16 * nr, mask_bytes);
+    if (c.nsets == 0) continue;
+    Arena a;
+    // Each set its own allocation: the mask base is 256-byte aligned (the
+    // requests' blocks need not be: the mask has no divisibility).
+    const auto mask = a.alloc_sets(c.nsets, mask_bytes);
+    // The small inputs are shared by the sets: every block reads them, so
+    // they live in L2 whatever the rotation.
+    void* dq = a.alloc(nr * 4);
+    void* dkv = a.alloc(nr * 4);
+    void* doff = a.alloc(nr * 8);
+    if (!a.ok()) {
+      ctx.skip(c, "cudaMalloc ran out of memory");
+      continue;
+    }
+    ctx.upload(dq, sh.q);
+    ctx.upload(dkv, sh.kv);
+    ctx.upload(doff, off);
 
-      for (size_t i = 0; i < KERNELS_ATTENTION_MASK_FILL_NUM_CONFIGS; ++i) {
-        const kernels_attention_mask_fill_config cfg = kernels_attention_mask_fill_configs[i];
-        if (cfg.T != t) continue;
-        const bool causal = cfg.CAUSAL != 0;
-        // The first and last 8192 elements of each sampled request's block,
-        // bit for bit: 0 where allowed, -inf where masked.
-        const auto check = [&](std::string* why) {
-          for (const size_t r : sample) {
-            const int64_t len = static_cast<int64_t>(sh.q[r]) * sh.kv[r];
-            const int64_t w = std::min<int64_t>(8192, len);
-            for (const int64_t l0 : {int64_t{0}, len - w}) {
-              const auto hm = ctx.download(mask[0], static_cast<uint64_t>(off[r] + l0) * es, static_cast<uint64_t>(w) * es);
-              for (int64_t i2 = 0; i2 < w; ++i2) {
-                const int64_t l = l0 + i2, qi = l / sh.kv[r], k = l % sh.kv[r];
-                const bool allowed = !causal || k <= sh.kv[r] - sh.q[r] + qi;
-                uint32_t bits = 0;
-                std::memcpy(&bits, hm.data() + i2 * es, es);
-                const uint32_t want = allowed ? 0u : masked_bits(t);
-                if (bits != want) {
-                  *why = fmt("request %zu element (%" PRId64 ", %" PRId64 ") = 0x%x, want 0x%x", r, qi, k, bits, want);
-                  return false;
-                }
+    for (const Spec<MaskFn>& sp : im.specs) {
+      if (sp.T != t || (j.causal >= 0 && sp.causal != j.causal)) continue;
+      const bool causal = sp.causal != 0;
+      // The first and last 8192 elements of each sampled request's block,
+      // bit for bit: 0 where allowed, -inf where masked.
+      const auto check = [&](std::string* why) {
+        for (const size_t r : sample) {
+          const int64_t len = static_cast<int64_t>(sh.q[r]) * sh.kv[r];
+          const int64_t w = std::min<int64_t>(8192, len);
+          for (const int64_t l0 : {int64_t{0}, len - w}) {
+            const auto hm =
+                ctx.download(mask[0], static_cast<uint64_t>(off[r] + l0) * es, static_cast<uint64_t>(w) * es);
+            for (int64_t i2 = 0; i2 < w; ++i2) {
+              const int64_t l = l0 + i2, qi = l / sh.kv[r], k = l % sh.kv[r];
+              const bool allowed = !causal || k <= sh.kv[r] - sh.q[r] + qi;
+              uint32_t bits = 0;
+              std::memcpy(&bits, hm.data() + i2 * es, es);
+              const uint32_t want = allowed ? 0u : masked_bits(t);
+              if (bits != want) {
+                *why = fmt("request %zu element (%" PRId64 ", %" PRId64 ") = 0x%x, want 0x%x", r, qi, k, bits, want);
+                return false;
               }
             }
           }
-          return true;
-        };
-        const std::string spec = fmt("%s_%s_%s_t%d", K, dname(t), causal ? "causal" : "nocausal", cfg.TILE);
-        ctx.run(
-            c, spec, causal ? "causal" : "nocausal",
-            [&](int s) {
-              return kernels_attention_mask_fill(ctx.stream, cfg.T, cfg.CAUSAL, cfg.TILE, static_cast<int32_t*>(dq),
-                                                 static_cast<int32_t*>(dkv), static_cast<int64_t*>(doff), mask[s],
-                                                 static_cast<int32_t>(nr), max_q, max_kv);
-            },
-            [&] { ctx.poison(mask[0], mask_bytes); }, check);
-      }
+        }
+        return true;
+      };
+      ctx.run(
+          c, sp.name, causal ? "causal" : "nocausal",
+          [&](int s) {
+            return sp.launch(ctx.stream, static_cast<int32_t*>(dq), static_cast<int32_t*>(dkv),
+                             static_cast<int64_t*>(doff), mask[s], static_cast<int32_t>(nr), max_q, max_kv);
+          },
+          [&] { ctx.poison(mask[0], mask_bytes); }, check);
     }
   }
-  ctx.emit_best(K);
+  ctx.emit_best(im.kernel);
+}
+
+void bench_mask_cuda(Ctx& ctx) {
+  const char* K = "attention_mask_fill";
+  const auto im = impl_of<MaskFn>(
+      K, kCuda, kernels_attention_mask_fill_configs, [K](const kernels_attention_mask_fill_config& cfg) {
+        return Spec<MaskFn>{
+            cfg.T, cfg.CAUSAL != 0, fmt("%s_%s_%s_t%d", K, dname(cfg.T), cfg.CAUSAL ? "causal" : "nocausal", cfg.TILE),
+            [cfg](cudaStream_t st, const int32_t* q, const int32_t* kv, const int64_t* off, void* m, int32_t nr,
+                  int32_t mq, int32_t mkv) {
+              return kernels_attention_mask_fill(st, cfg.T, cfg.CAUSAL, cfg.TILE, q, kv, off, m, nr, mq, mkv);
+            }};
+      });
+  std::vector<MaskJob> jobs;
+  for (const MaskShape& sh : mask_shapes())
+    for (const kpack_dtype t : im.dtypes()) jobs.push_back({sh, t, -1});
+  bench_mask(ctx, im, jobs);
+}
+
+void bench_mask_triton(Ctx& ctx) {
+  const char* K = "attention_mask_fill_triton";
+  const auto im = impl_of<MaskFn>(
+      K, kTriton, kernels_attention_mask_fill_triton_configs,
+      [K](const kernels_attention_mask_fill_triton_config& cfg) {
+        return Spec<MaskFn>{
+            cfg.T, cfg.CAUSAL != 0,
+            fmt("%s_%s_%s_t%d_w%d", K, dname(cfg.T), cfg.CAUSAL ? "causal" : "nocausal", cfg.TILE, cfg.num_warps),
+            [cfg](cudaStream_t st, const int32_t* q, const int32_t* kv, const int64_t* off, void* m, int32_t nr,
+                  int32_t mq, int32_t mkv) {
+              return kernels_attention_mask_fill_triton(st, cfg.T, cfg.CAUSAL, cfg.TILE, cfg.num_warps, q, kv, off, m,
+                                                        nr, mq, mkv);
+            }};
+      });
+  // triton_throughput.py: only f16, causal, 64 requests of q = kv = 2048 and
+  // of 2047 (whose rows are not 16-byte aligned), shape "64x<q>x<kv>,causal".
+  std::vector<MaskJob> jobs;
+  const std::vector<kpack_dtype> dts = im.dtypes();
+  if (std::find(dts.begin(), dts.end(), KPACK_DTYPE_F16) != dts.end())
+    for (const int32_t q : {2048, 2047}) {
+      MaskShape sh{fmt("64x%dx%d,causal", q, q), std::vector<int32_t>(64, q), std::vector<int32_t>(64, q)};
+      jobs.push_back({sh, KPACK_DTYPE_F16, 1});
+    }
+  bench_mask(ctx, im, jobs);
 }
 
 // ---- softmax -------------------------------------------------------------------
 // Bytes: 2 rows cols sizeof(T) (in read once, out written once; longer rows
-// than the register cache read the input twice, which this counts once).
+// than the register cache, or than the Triton BLOCK, read the input twice,
+// which this counts once).
 
-void bench_softmax(Ctx& ctx) {
-  const char* K = "softmax";
+using SoftmaxFn = std::function<kpack_status(cudaStream_t, const void* in, void* out, int64_t rows, int64_t cols)>;
+
+struct SoftmaxJob {
+  std::string shape;
+  int64_t rows, cols;
+  kpack_dtype t;
+};
+
+void bench_softmax(Ctx& ctx, const Impl<SoftmaxFn>& im, const std::vector<SoftmaxJob>& jobs) {
+  for (const SoftmaxJob& j : jobs) {
+    const kpack_dtype t = j.t;
+    const size_t es = dtype_size(t);
+    const int64_t rows = j.rows, cols = j.cols;
+    const uint64_t tensor = static_cast<uint64_t>(rows * cols) * es;
+    Case c = ctx.begin_case(im.kernel, im.impl, j.shape, t, 2 * tensor, 2 * tensor);
+    if (c.nsets == 0) continue;
+    Arena a;
+    const auto in = a.alloc_sets(c.nsets, tensor), out = a.alloc_sets(c.nsets, tensor);
+    if (!a.ok()) {
+      ctx.skip(c, "cudaMalloc ran out of memory");
+      continue;
+    }
+    ctx.fill_sets(in, tensor, uniform_pattern(t, kPatternElems, -8, 8, 5));
+
+    // First, middle and last rows against a double softmax.  f16 outputs
+    // below 2^-14 are subnormal, with fewer bits: an absolute 2^-24 there.
+    const auto check = [&](std::string* why) {
+      const uint64_t row_bytes = static_cast<uint64_t>(cols) * es;
+      for (const int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
+        const auto hx = ctx.download(in[0], r * row_bytes, row_bytes),
+                   hy = ctx.download(out[0], r * row_bytes, row_bytes);
+        double m = -INFINITY, s = 0;
+        for (int64_t k = 0; k < cols; ++k) m = std::max(m, get(t, hx.data(), k));
+        for (int64_t k = 0; k < cols; ++k) s += std::exp(get(t, hx.data(), k) - m);
+        if (!check_range(
+                cols, [&](size_t k) { return get(t, hy.data(), k); },
+                [&](size_t k) { return std::exp(get(t, hx.data(), k) - m) / s; }, rtol(t),
+                t == KPACK_DTYPE_F16 ? std::ldexp(1.0, -24) : 0, fmt("out[row %" PRId64 ", col ", r), why))
+          return false;
+      }
+      return true;
+    };
+    for (const Spec<SoftmaxFn>& sp : im.specs) {
+      if (sp.T != t) continue;
+      ctx.run(
+          c, sp.name, "", [&](int s) { return sp.launch(ctx.stream, in[s], out[s], rows, cols); },
+          [&] { ctx.poison(out[0], tensor); }, check);
+    }
+  }
+  ctx.emit_best(im.kernel);
+}
+
+void bench_softmax_cuda(Ctx& ctx) {
+  const auto im = impl_of<SoftmaxFn>("softmax", kCuda, kernels_softmax_configs, [](const kernels_softmax_config& cfg) {
+    return Spec<SoftmaxFn>{cfg.T, 0, block_spec("softmax", cfg.T, cfg.BLOCK),
+                           [cfg](cudaStream_t st, const void* in, void* out, int64_t rows, int64_t cols) {
+                             return kernels_softmax(st, cfg.T, cfg.BLOCK, in, out, rows, cols, cols, cols);
+                           }};
+  });
   struct Shape {
     int64_t cols;
     int64_t rows;  // 0: as many as make each tensor 512 MiB
     const char* why;
   };
   const Shape shapes[] = {
-      {4096, 32768, ""},               // the engine shape from the issue
-      {1024, 0, " (warp per row)"},    // rows of <= 4 KiB: a warp per row
+      {4096, 32768, ""},                             // the engine shape from the issue
+      {1024, 0, " (warp per row)"},                  // rows of <= 4 KiB: a warp per row
       {32000, 0, " (sampling over a 32000 vocab)"},  // long rows, beyond the f32 register cache
   };
+  std::vector<SoftmaxJob> jobs;
   for (const Shape& sh : shapes) {
-    for (const kpack_dtype t : dtypes_of(kernels_softmax_configs, KERNELS_SOFTMAX_NUM_CONFIGS)) {
-      const size_t es = dtype_size(t);
-      const int64_t rows = sh.rows ? sh.rows : static_cast<int64_t>(512 * kMiB / (sh.cols * es));
-      const int64_t cols = sh.cols;
-      const uint64_t tensor = static_cast<uint64_t>(rows * cols) * es;
-      Case c = ctx.begin_case(K, fmt("rows=%" PRId64 " cols=%" PRId64 "%s", rows, cols, sh.why), t, 2 * tensor,
-                              2 * tensor);
-      if (c.nsets == 0) continue;
-      Arena a;
-      const auto in = a.alloc_sets(c.nsets, tensor), out = a.alloc_sets(c.nsets, tensor);
-      if (!a.ok()) {
-        ctx.skip(c, "cudaMalloc ran out of memory");
-        continue;
-      }
-      ctx.fill_sets(in, tensor, uniform_pattern(t, kPatternElems, -8, 8, 5));
-
-      // First, middle and last rows against a double softmax.  f16 outputs
-      // below 2^-14 are subnormal, with fewer bits: an absolute 2^-24 there.
-      const auto check = [&](std::string* why) {
-        const uint64_t row_bytes = static_cast<uint64_t>(cols) * es;
-        for (const int64_t r : {int64_t{0}, rows / 2, rows - 1}) {
-          const auto hx = ctx.download(in[0], r * row_bytes, row_bytes), hy = ctx.download(out[0], r * row_bytes, row_bytes);
-          double m = -INFINITY, s = 0;
-          for (int64_t j = 0; j < cols; ++j) m = std::max(m, get(t, hx.data(), j));
-          for (int64_t j = 0; j < cols; ++j) s += std::exp(get(t, hx.data(), j) - m);
-          if (!check_range(
-                  cols, [&](size_t j) { return get(t, hy.data(), j); },
-                  [&](size_t j) { return std::exp(get(t, hx.data(), j) - m) / s; }, rtol(t),
-                  t == KPACK_DTYPE_F16 ? std::ldexp(1.0, -24) : 0, fmt("out[row %" PRId64 ", col ", r), why))
-            return false;
-        }
-        return true;
-      };
-      for (size_t i = 0; i < KERNELS_SOFTMAX_NUM_CONFIGS; ++i) {
-        const kernels_softmax_config cfg = kernels_softmax_configs[i];
-        if (cfg.T != t) continue;
-        ctx.run(
-            c, block_spec(K, t, cfg.BLOCK), "",
-            [&](int s) { return kernels_softmax(ctx.stream, cfg.T, cfg.BLOCK, in[s], out[s], rows, cols, cols, cols); },
-            [&] { ctx.poison(out[0], tensor); }, check);
-      }
+    for (const kpack_dtype t : im.dtypes()) {
+      const int64_t rows = sh.rows ? sh.rows : static_cast<int64_t>(512 * kMiB / (sh.cols * dtype_size(t)));
+      jobs.push_back({fmt("rows=%" PRId64 " cols=%" PRId64 "%s", rows, sh.cols, sh.why), rows, sh.cols, t});
     }
   }
-  ctx.emit_best(K);
+  bench_softmax(ctx, im, jobs);
+}
+
+void bench_softmax_triton(Ctx& ctx) {
+  const auto im = impl_of<SoftmaxFn>(
+      "softmax_triton", kTriton, kernels_softmax_triton_configs, [](const kernels_softmax_triton_config& cfg) {
+        return Spec<SoftmaxFn>{cfg.T, 0, triton_spec("softmax_triton", cfg.T, cfg.BLOCK, cfg.num_warps),
+                               [cfg](cudaStream_t st, const void* in, void* out, int64_t rows, int64_t cols) {
+                                 return kernels_softmax_triton(st, cfg.T, cfg.BLOCK, cfg.num_warps, in, out, rows, cols,
+                                                               cols, cols);
+                               }};
+      });
+  // triton_throughput.py: 32768 x 4096 and 4096 x 32768, shape "<rows>x<cols>".
+  const std::pair<int64_t, int64_t> shapes[] = {{32768, 4096}, {4096, 32768}};
+  std::vector<SoftmaxJob> jobs;
+  for (const auto& sh : shapes)
+    for (const kpack_dtype t : im.dtypes())
+      jobs.push_back({fmt("%" PRId64 "x%" PRId64, sh.first, sh.second), sh.first, sh.second, t});
+  bench_softmax(ctx, im, jobs);
 }
 
 // ---- cross_entropy -------------------------------------------------------------
@@ -976,8 +1174,94 @@ void bench_softmax(Ctx& ctx) {
 // No target is ignore_index: ignored rows are not read, and counting their
 // bytes would overstate the bandwidth.
 
-void bench_cross_entropy(Ctx& ctx) {
-  const char* K = "cross_entropy";
+using CrossEntropyFn = std::function<kpack_status(cudaStream_t, const void* logits, const int64_t* targets, float* loss,
+                                                  int64_t rows, int64_t vocab, int64_t ignore_index)>;
+
+struct CrossEntropyJob {
+  std::string shape;
+  int64_t rows, vocab;
+  kpack_dtype t;
+};
+
+void bench_cross_entropy(Ctx& ctx, const Impl<CrossEntropyFn>& im, const std::vector<CrossEntropyJob>& jobs) {
+  const int64_t ignore_index = -100;
+  for (const CrossEntropyJob& j : jobs) {
+    const kpack_dtype t = j.t;
+    const size_t es = dtype_size(t);
+    const int64_t rows = j.rows, vocab = j.vocab;
+    const uint64_t logits_bytes = static_cast<uint64_t>(rows * vocab) * es;
+    const uint64_t tgt_bytes = static_cast<uint64_t>(rows) * 8, loss_bytes = static_cast<uint64_t>(rows) * 4;
+    const uint64_t bytes = logits_bytes + tgt_bytes + loss_bytes;
+    Case c = ctx.begin_case(im.kernel, im.impl, j.shape, t, bytes, bytes);
+    if (c.nsets == 0) continue;
+    Arena a;
+    const auto x = a.alloc_sets(c.nsets, logits_bytes), tg = a.alloc_sets(c.nsets, tgt_bytes),
+               loss = a.alloc_sets(c.nsets, loss_bytes);
+    if (!a.ok()) {
+      ctx.skip(c, "cudaMalloc ran out of memory");
+      continue;
+    }
+    ctx.fill_sets(x, logits_bytes, uniform_pattern(t, kPatternElems, -8, 8, 6));
+    {
+      Rng rng{7};
+      std::vector<uint8_t> tp(kPatternElems / 8 * 8);
+      for (size_t i = 0; i < tp.size() / 8; ++i) {
+        const int64_t v = rng.integer(0, vocab - 1);
+        std::memcpy(tp.data() + 8 * i, &v, 8);
+      }
+      ctx.fill_sets(tg, tgt_bytes, tp);
+    }
+
+    // Rows 0, 1, middle and last: loss = logsumexp(row) - row[target].
+    const auto check = [&](std::string* why) {
+      const uint64_t row_bytes = static_cast<uint64_t>(vocab) * es;
+      for (const int64_t r : {int64_t{0}, int64_t{1}, rows / 2, rows - 1}) {
+        const auto hx = ctx.download(x[0], r * row_bytes, row_bytes), ht = ctx.download(tg[0], r * 8, 8),
+                   hl = ctx.download(loss[0], r * 4, 4);
+        int64_t target;
+        std::memcpy(&target, ht.data(), 8);
+        float got;
+        std::memcpy(&got, hl.data(), 4);
+        if (target < 0 || target >= vocab) {
+          *why = fmt("target[%" PRId64 "] = %" PRId64 " is out of range (bad input)", r, target);
+          return false;
+        }
+        double m = -INFINITY, s = 0;
+        for (int64_t k = 0; k < vocab; ++k) m = std::max(m, get(t, hx.data(), k));
+        for (int64_t k = 0; k < vocab; ++k) s += std::exp(get(t, hx.data(), k) - m);
+        const double want = m + std::log(s) - get(t, hx.data(), static_cast<size_t>(target));
+        // The loss is f32 for every T, from exact inputs.
+        if (!close(got, want, 1e-4, 1e-4)) {
+          *why = fmt("loss[%" PRId64 "] = %.9g, want %.9g (target %" PRId64 ")", r, got, want, target);
+          return false;
+        }
+      }
+      return true;
+    };
+    for (const Spec<CrossEntropyFn>& sp : im.specs) {
+      if (sp.T != t) continue;
+      ctx.run(
+          c, sp.name, "",
+          [&](int s) {
+            return sp.launch(ctx.stream, x[s], static_cast<const int64_t*>(tg[s]), static_cast<float*>(loss[s]), rows,
+                             vocab, ignore_index);
+          },
+          [&] { ctx.poison(loss[0], loss_bytes); }, check);
+    }
+  }
+  ctx.emit_best(im.kernel);
+}
+
+void bench_cross_entropy_cuda(Ctx& ctx) {
+  const auto im = impl_of<CrossEntropyFn>(
+      "cross_entropy", kCuda, kernels_cross_entropy_configs, [](const kernels_cross_entropy_config& cfg) {
+        return Spec<CrossEntropyFn>{cfg.T, 0, block_spec("cross_entropy", cfg.T, cfg.BLOCK),
+                                    [cfg](cudaStream_t st, const void* x, const int64_t* tg, float* loss, int64_t rows,
+                                          int64_t vocab, int64_t ignore) {
+                                      return kernels_cross_entropy(st, cfg.T, cfg.BLOCK, x, tg, loss, rows, vocab,
+                                                                   vocab, ignore);
+                                    }};
+      });
   struct Shape {
     int64_t vocab;
     int64_t rows;  // 0: as many as make the logits 1 GiB
@@ -988,75 +1272,34 @@ void bench_cross_entropy(Ctx& ctx) {
       {128256, 16384, " (Llama-3 vocab)"},
       {1000, 0, " (warp per row)"},  // rows of <= 4 KiB: a warp per row
   };
-  const int64_t ignore_index = -100;
+  std::vector<CrossEntropyJob> jobs;
   for (const Shape& sh : shapes) {
-    for (const kpack_dtype t : dtypes_of(kernels_cross_entropy_configs, KERNELS_CROSS_ENTROPY_NUM_CONFIGS)) {
-      const size_t es = dtype_size(t);
-      const int64_t vocab = sh.vocab;
-      const int64_t rows = sh.rows ? sh.rows : static_cast<int64_t>(kGiB / (vocab * es));
-      const uint64_t logits_bytes = static_cast<uint64_t>(rows * vocab) * es;
-      const uint64_t tgt_bytes = static_cast<uint64_t>(rows) * 8, loss_bytes = static_cast<uint64_t>(rows) * 4;
-      const uint64_t bytes = logits_bytes + tgt_bytes + loss_bytes;
-      Case c = ctx.begin_case(K, fmt("rows=%" PRId64 " vocab=%" PRId64 "%s", rows, vocab, sh.why), t, bytes, bytes);
-      if (c.nsets == 0) continue;
-      Arena a;
-      const auto x = a.alloc_sets(c.nsets, logits_bytes), tg = a.alloc_sets(c.nsets, tgt_bytes),
-                 loss = a.alloc_sets(c.nsets, loss_bytes);
-      if (!a.ok()) {
-        ctx.skip(c, "cudaMalloc ran out of memory");
-        continue;
-      }
-      ctx.fill_sets(x, logits_bytes, uniform_pattern(t, kPatternElems, -8, 8, 6));
-      {
-        Rng rng{7};
-        std::vector<uint8_t> tp(kPatternElems / 8 * 8);
-        for (size_t i = 0; i < tp.size() / 8; ++i) {
-          const int64_t v = rng.integer(0, vocab - 1);
-          std::memcpy(tp.data() + 8 * i, &v, 8);
-        }
-        ctx.fill_sets(tg, tgt_bytes, tp);
-      }
-
-      // Rows 0, 1, middle and last: loss = logsumexp(row) - row[target].
-      const auto check = [&](std::string* why) {
-        const uint64_t row_bytes = static_cast<uint64_t>(vocab) * es;
-        for (const int64_t r : {int64_t{0}, int64_t{1}, rows / 2, rows - 1}) {
-          const auto hx = ctx.download(x[0], r * row_bytes, row_bytes), ht = ctx.download(tg[0], r * 8, 8),
-                     hl = ctx.download(loss[0], r * 4, 4);
-          int64_t target;
-          std::memcpy(&target, ht.data(), 8);
-          float got;
-          std::memcpy(&got, hl.data(), 4);
-          if (target < 0 || target >= vocab) {
-            *why = fmt("target[%" PRId64 "] = %" PRId64 " is out of range (bad input)", r, target);
-            return false;
-          }
-          double m = -INFINITY, s = 0;
-          for (int64_t j = 0; j < vocab; ++j) m = std::max(m, get(t, hx.data(), j));
-          for (int64_t j = 0; j < vocab; ++j) s += std::exp(get(t, hx.data(), j) - m);
-          const double want = m + std::log(s) - get(t, hx.data(), static_cast<size_t>(target));
-          // The loss is f32 for every T, from exact inputs.
-          if (!close(got, want, 1e-4, 1e-4)) {
-            *why = fmt("loss[%" PRId64 "] = %.9g, want %.9g (target %" PRId64 ")", r, got, want, target);
-            return false;
-          }
-        }
-        return true;
-      };
-      for (size_t i = 0; i < KERNELS_CROSS_ENTROPY_NUM_CONFIGS; ++i) {
-        const kernels_cross_entropy_config cfg = kernels_cross_entropy_configs[i];
-        if (cfg.T != t) continue;
-        ctx.run(
-            c, block_spec(K, t, cfg.BLOCK), "",
-            [&](int s) {
-              return kernels_cross_entropy(ctx.stream, cfg.T, cfg.BLOCK, x[s], static_cast<const int64_t*>(tg[s]),
-                                           static_cast<float*>(loss[s]), rows, vocab, vocab, ignore_index);
-            },
-            [&] { ctx.poison(loss[0], loss_bytes); }, check);
-      }
+    for (const kpack_dtype t : im.dtypes()) {
+      const int64_t rows = sh.rows ? sh.rows : static_cast<int64_t>(kGiB / (sh.vocab * dtype_size(t)));
+      jobs.push_back({fmt("rows=%" PRId64 " vocab=%" PRId64 "%s", rows, sh.vocab, sh.why), rows, sh.vocab, t});
     }
   }
-  ctx.emit_best(K);
+  bench_cross_entropy(ctx, im, jobs);
+}
+
+void bench_cross_entropy_triton(Ctx& ctx) {
+  const auto im = impl_of<CrossEntropyFn>(
+      "cross_entropy_triton", kTriton, kernels_cross_entropy_triton_configs,
+      [](const kernels_cross_entropy_triton_config& cfg) {
+        return Spec<CrossEntropyFn>{cfg.T, 0, triton_spec("cross_entropy_triton", cfg.T, cfg.BLOCK, cfg.num_warps),
+                                    [cfg](cudaStream_t st, const void* x, const int64_t* tg, float* loss, int64_t rows,
+                                          int64_t vocab, int64_t ignore) {
+                                      return kernels_cross_entropy_triton(st, cfg.T, cfg.BLOCK, cfg.num_warps, x, tg,
+                                                                          loss, rows, vocab, vocab, ignore);
+                                    }};
+      });
+  // triton_throughput.py: 16384 x 32000 and 4096 x 128256, shape "<rows>x<vocab>".
+  const std::pair<int64_t, int64_t> shapes[] = {{16384, 32000}, {4096, 128256}};
+  std::vector<CrossEntropyJob> jobs;
+  for (const auto& sh : shapes)
+    for (const kpack_dtype t : im.dtypes())
+      jobs.push_back({fmt("%" PRId64 "x%" PRId64, sh.first, sh.second), sh.first, sh.second, t});
+  bench_cross_entropy(ctx, im, jobs);
 }
 
 // ---- Driver ------------------------------------------------------------------------
@@ -1066,9 +1309,18 @@ struct Bench {
   void (*fn)(Ctx&);
 };
 
+// In this order: the CUDA templates, then their Triton twins.
 const Bench kBenches[] = {
-    {"vector_add", bench_vector_add}, {"giou_loss", bench_giou},         {"attention_mask_fill", bench_mask},
-    {"softmax", bench_softmax},       {"cross_entropy", bench_cross_entropy},
+    {"vector_add", bench_vector_add_cuda},
+    {"giou_loss", bench_giou_cuda},
+    {"attention_mask_fill", bench_mask_cuda},
+    {"softmax", bench_softmax_cuda},
+    {"cross_entropy", bench_cross_entropy_cuda},
+    {"vector_add_triton", bench_vector_add_triton},
+    {"giou_loss_triton", bench_giou_triton},
+    {"attention_mask_fill_triton", bench_mask_triton},
+    {"softmax_triton", bench_softmax_triton},
+    {"cross_entropy_triton", bench_cross_entropy_triton},
 };
 
 [[noreturn]] void usage(int status) {
@@ -1076,7 +1328,9 @@ const Bench kBenches[] = {
                "usage: kpack_throughput_bench [--quick] [--kernel NAME[,NAME...]] [--mem-gib N]\n"
                "  --quick       %d timed batches per measurement instead of %d\n"
                "  --kernel      only these kernels (repeatable): vector_add, giou_loss,\n"
-               "                attention_mask_fill, softmax, cross_entropy\n"
+               "                attention_mask_fill, softmax, cross_entropy, and their Triton\n"
+               "                twins vector_add_triton, giou_loss_triton,\n"
+               "                attention_mask_fill_triton, softmax_triton, cross_entropy_triton\n"
                "  --mem-gib N   device memory one case may use (default 40, and at most\n"
                "                the free memory less 2 GiB)\n"
                "JSON lines on stdout; notes on stderr.  Exit 77 when there is no CUDA device.\n",
