@@ -326,7 +326,7 @@ class LauncherWriter {
     std::set<std::string> written;
     for (const Kernel& k : pkg_.kernels) {
       std::vector<std::vector<Arch>> lists = {k.BuildArchs()};
-      if (k.ptx) lists.push_back({PtxArchOf(k)});
+      if (k.ptx) lists.push_back({PtxArch(k)});
       for (const std::vector<Arch>& archs : lists) {
         std::string key = ArchList(archs);
         if (arch_tables_.count(key)) continue;
@@ -340,20 +340,13 @@ class LauncherWriter {
     out_ += "\n";
   }
 
-  static Arch PtxArchOf(const Kernel& k) {
-    Arch best = k.archs.front();
-    for (const Arch& a : k.archs)
-      if (a.variant == Arch::Variant::kPlain) best = a;
-    return Arch{best.number, Arch::Variant::kPlain};
-  }
-
   std::string Descriptor(size_t i) { return "kpack_spec_" + std::to_string(i); }
 
   void WriteDescriptor(size_t i) {
     const Specialization& s = specs_[i];
     const Kernel& k = *s.kernel;
-    std::string ptx_table = k.ptx ? ArchTable({PtxArchOf(k)}) : "NULL";
-    std::string ptx_text = k.ptx ? "compute_" + std::to_string(PtxArchOf(k).number) : "";
+    std::string ptx_table = k.ptx ? ArchTable({PtxArch(k)}) : "NULL";
+    std::string ptx_text = k.ptx ? "compute_" + std::to_string(PtxArch(k).number) : "";
     out_ += "static kpack_kernel_state kpack_state_" + std::to_string(i) + ";\n";
     out_ += "static const kpack_kernel " + Descriptor(i) + " = {\n";
     out_ += "    " + std::to_string(kAbiVersion) + ", " + CString(pkg_.name) + ", " + CString(k.name) + ", " +

@@ -40,14 +40,6 @@ std::string TemplateArgument(const Constexpr& c, const ConstexprValue& v) {
   return v.integer < 0 ? "(" + std::to_string(v.integer) + ")" : std::to_string(v.integer);
 }
 
-// The newest plain arch: its PTX JIT-compiles on every later device.
-Arch PtxArch(const Kernel& k) {
-  Arch best = k.archs.front();
-  for (const Arch& a : k.archs)
-    if (a.variant == Arch::Variant::kPlain) best = a;
-  return Arch{best.number, Arch::Variant::kPlain};
-}
-
 std::vector<std::string> NvccFlags(const Specialization& s, const Arch& arch, bool ptx) {
   const Kernel& k = *s.kernel;
   std::string include_dir = std::filesystem::path(k.source_path).parent_path().generic_string();
@@ -86,6 +78,13 @@ std::string InstantiationSource(const Specialization& s) {
   out += "\n" + s.symbol + "(" + Join(declared) + ") {\n  " + instance + "(" + Join(names);
   out += ");\n}\n";
   return out;
+}
+
+Arch PtxArch(const Kernel& k) {
+  Arch best = k.archs.front();
+  for (const Arch& a : k.archs)
+    if (a.variant == Arch::Variant::kPlain) best = a;
+  return Arch{best.number, Arch::Variant::kPlain};
 }
 
 std::string BuildMode(const std::vector<std::string>& flags) {

@@ -30,6 +30,10 @@ struct Plan {
 // extern "C" __global__ wrapper calling the entry template.
 std::string InstantiationSource(const Specialization& s);
 
+// The arch whose PTX a `ptx: true` kernel embeds: the newest plain one, so
+// that it JIT-compiles on every later device.
+Arch PtxArch(const Kernel& k);
+
 // "release", or "debug" when the flags build device debug code (-G, or
 // device optimization turned off), which runs many times slower.
 std::string BuildMode(const std::vector<std::string>& nvcc_flags);
