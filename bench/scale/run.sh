@@ -39,17 +39,22 @@ header_wall=$(secs_since "$start")
 build cold.log
 build noop.log
 
-# 3. A consumer of the header, and the library.
-start=$(date +%s.%N)
-cc -std=c99 -O2 -c -I gen -I "$root/runtime" pkg/consumer.c -o consumer.o
-consumer_s=$(secs_since "$start")
-start=$(date +%s.%N)
-cc -O2 -c -I gen -I "$root/runtime" gen/scale.c -o launch.o
-cc -c gen/scale.S -o fatbins.o
-ar rcs libscale.a launch.o fatbins.o
-archive_s=$(secs_since "$start")
+# 3. A consumer of the header, and the library (skipped without a C compiler).
+cc=${CC:-cc}
+consumer_s=-1 archive_s=-1 lib_size=0
+if command -v "$cc" > /dev/null; then
+  start=$(date +%s.%N)
+  "$cc" -std=c99 -O2 -c -I gen -I "$root/runtime" pkg/consumer.c -o consumer.o
+  consumer_s=$(secs_since "$start")
+  start=$(date +%s.%N)
+  "$cc" -O2 -c -I gen -I "$root/runtime" gen/scale.c -o launch.o
+  "$cc" -c gen/scale.S -o fatbins.o
+  ar rcs libscale.a launch.o fatbins.o
+  archive_s=$(secs_since "$start")
+  lib_size=$(stat -c %s libscale.a)
+fi
 
-python3 - "$out" "$jobs" "$header_wall" "$consumer_s" "$archive_s" "$(stat -c %s libscale.a)" \
+python3 - "$out" "$jobs" "$header_wall" "$consumer_s" "$archive_s" "$lib_size" \
   "$(du -sb gen/work/fatbins | cut -f1)" <<'PY'
 import json, re, sys
 out, jobs, header_wall, consumer_s, archive_s, lib_size, fatbin_dir = sys.argv[1:]
