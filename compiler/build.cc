@@ -14,6 +14,7 @@
 #include "expand.h"
 #include "fs_util.h"
 #include "manifest.h"
+#include "ninja.h"
 #include "pack.h"
 #include "plan.h"
 #include "triton.h"
@@ -99,6 +100,13 @@ std::map<const Specialization*, TritonLaunch> TritonLaunches(const Plan& plan,
   return out;
 }
 
+// This executable, which Ninja runs for each step.
+std::string SelfPath() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "kpack" : exe.string();
+}
+
 std::string WriteAll(const std::vector<std::pair<std::string, std::string>>& files) {
   for (const auto& [path, content] : files)
     if (std::string err = WriteFileAtomic(path, content); !err.empty()) return err;
@@ -161,19 +169,35 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   }
   if (!Checkpoint(diag, err)) return 1;
 
-  // compile: nvcc for every unit not in the cache.
+  // compile: nvcc (or Triton) for every unit not up to date or cached;
+  // pack: one fatbin per specialization.  Both run as Ninja edges
+  // (ninja.h), or on threads in this process with --ninja none.
   std::vector<CompiledUnit> compiled;
+  std::vector<PackedSpec> packed;
   CompileStats stats;
-  {
-    PassTimer t("compile", o.perf, err);
-    CompileOptions co{o.work_dir, o.cache_dir.empty() ? o.work_dir + "/cache" : o.cache_dir,
-                      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-                      toolchain, triton};
-    CompileUnits(plan, co, runner, compiled, stats, diag);
+  CompileEnv env{o.work_dir, o.cache_dir.empty() ? o.work_dir + "/cache" : o.cache_dir, toolchain, triton, o.nvcc_launcher};
+  PackOptions pack_options{o.work_dir, o.compress_mode.empty() ? pkg->compress_mode : o.compress_mode, toolchain};
+  int jobs = o.jobs > 0 ? o.jobs : DefaultUnitJobs(o.job_memory_mib);
+  if (o.ninja != "none") {
+    PassTimer t("compile+pack", o.perf, err);
+    NinjaOptions ninja{o.ninja, SelfPath(), jobs, !o.quiet};
+    BuildWithNinja(plan, env, pack_options, ninja, compiled, packed, stats, diag);
+  } else {
+    {
+      PassTimer t("compile", o.perf, err);
+      CompileUnits(plan, CompileOptions{env, jobs}, runner, compiled, stats, diag);
+    }
+    if (diag.HasErrors()) {
+      // fall through to the checkpoint below
+    } else {
+      PassTimer t("pack", o.perf, err);
+      PackFatbins(plan, compiled, pack_options, runner, packed, diag);
+    }
   }
-  if (o.verbose || o.perf)
-    err << "kpack: " << plan.units.size() << " units: " << stats.compiled << " compiled, " << stats.cached
-        << " from cache\n";
+  if (o.verbose || o.perf) err << "kpack: " << stats.Summary(plan.units.size()) << "\n";
+  if (o.perf && o.ninja != "none")
+    err << "kpack: schedule " << static_cast<int64_t>(stats.schedule_ms * 1000) / 1000.0 << " ms (inside compile+pack)\n"
+        << "kpack: unit steps " << stats.unit_seconds << " s in all\n";
   if (!Checkpoint(diag, err)) return 1;
 
   // check: each cubin has the kernel, for the arch, with the launcher's layout.
@@ -181,14 +205,6 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("check", o.perf, err);
     CheckUnits(plan, compiled, facts, diag);
-  }
-  if (!Checkpoint(diag, err)) return 1;
-
-  // pack: one fatbin per specialization with every arch's SASS.
-  std::vector<PackedSpec> packed;
-  {
-    PassTimer t("pack", o.perf, err);
-    PackFatbins(plan, compiled, PackOptions{o.work_dir, o.compress_mode, toolchain}, runner, packed, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -200,7 +216,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     for (const PackedSpec& p : packed) {
       blob_paths.push_back(o.work_dir + "/fatbins/" + p.spec->name + ".fatbin");
       blob_hashes.push_back(HashHex(p.fatbin));
-      if (std::string e = WriteFileAtomic(blob_paths.back(), p.fatbin); !e.empty()) diag.Error(e);
+      if (std::string e = WriteFileIfChanged(blob_paths.back(), p.fatbin); !e.empty()) diag.Error(e);
     }
     outputs.emplace_back(o.asm_out, GenerateEmbedAsm(*pkg, blob_paths, blob_hashes));
   }

@@ -1,6 +1,7 @@
 // build.h - `kpack build`: the whole pipeline, pass by pass.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 
@@ -22,7 +23,11 @@ struct BuildOptions {
   std::string triton_helper;        // triton_helper.py; default: beside kpack
   std::string archs;          // "sm_80,sm_90" overrides the manifests
   std::string compress_mode;  // fatbinary --compress-mode, "" for default
-  int jobs = 0;               // 0: one per core
+  int jobs = 0;               // unit pool depth; 0: DefaultUnitJobs
+  int64_t job_memory_mib = 2048;  // memory to reserve per unit job (for jobs = 0)
+  std::string ninja = "ninja";    // runs the units; "none": threads in kpack
+  std::string nvcc_launcher;  // run nvcc through this (ccache, sccache)
+  bool quiet = false;         // no Ninja status line
   bool header_only = false;   // `kpack header`: load, expand, generate
   bool perf = false;          // print per-pass times
   bool verbose = false;       // print unit counts

@@ -4,146 +4,192 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <cctype>
 #include <map>
-#include <mutex>
-#include <sstream>
+#include <set>
 #include <thread>
 
 #include "fs_util.h"
+#include "unit_cache.h"
 
 namespace kpack {
 namespace {
 
-// Line 1: this header; line 2: hash of the .bin; line 3: "meta" and the
-// Triton metadata (empty for nvcc units); then "<hash> <path>" per input.
-constexpr std::string_view kDepsHeader = "kpack-deps-v2";
-
-// Hashes of input files, computed once per run and shared by all threads.
-class FileHashes {
- public:
-  // Empty string when the file cannot be read.
-  std::string Get(const std::string& path) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = hashes_.find(path);
-      if (it != hashes_.end()) return it->second;
-    }
-    std::optional<std::string> text = ReadFile(path);
-    std::string hash = text ? HashHex(*text) : "";
-    std::lock_guard<std::mutex> lock(mu_);
-    hashes_[path] = hash;
-    return hash;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::string> hashes_;
+// Runs `argv` with the output and depfile going to temporary names, then
+// reads them back.  Removes the temporaries either way.
+struct ToolOutputs {
+  std::optional<std::string> output, depfile;
 };
-
-std::string EntryPath(const CompileOptions& o, const Unit& u, const char* suffix) {
-  return o.cache_dir + "/" + u.key.substr(0, 2) + "/" + u.key + suffix;
-}
-
-// A cache hit: the entry exists, its binary hashes to the recorded value,
-// and every dependency still hashes to what it did when the entry was made.
-bool LookUp(const CompileOptions& o, const Unit& u, FileHashes& hashes, CompiledUnit& out) {
-  std::optional<std::string> deps = ReadFile(EntryPath(o, u, ".deps"));
-  if (!deps) return false;
-  std::istringstream lines(*deps);
-  std::string header, binary_hash, meta;
-  if (!std::getline(lines, header) || header != kDepsHeader || !std::getline(lines, binary_hash) ||
-      !std::getline(lines, meta) || meta.rfind("meta", 0) != 0)
-    return false;
-  std::vector<std::string> paths;
-  for (std::string line; std::getline(lines, line);) {
-    size_t space = line.find(' ');
-    if (space == std::string::npos) return false;
-    std::string path = line.substr(space + 1);
-    if (hashes.Get(path) != line.substr(0, space)) return false;
-    paths.push_back(path);
+ToolOutputs RunWithOutputs(ToolRunner& runner, const std::vector<std::string>& argv, const std::string& output,
+                           const std::string& depfile, ToolResult& r) {
+  r = runner.Run(argv);
+  ToolOutputs out;
+  if (r.ok()) {
+    out.output = ReadFile(output);
+    if (!depfile.empty()) out.depfile = ReadFile(depfile);
   }
-  std::optional<std::string> binary = ReadFile(EntryPath(o, u, ".bin"));
-  if (!binary || HashHex(*binary) != binary_hash) return false;
-  out.binary = std::move(*binary);
-  out.meta = meta.size() > 5 ? meta.substr(5) : "";
-  out.deps = std::move(paths);
-  out.from_cache = true;
-  return true;
-}
-
-// Writes the entry, binary first: a crash in between leaves a .bin whose
-// .deps is missing or stale, which LookUp rejects.
-void Store(const CompileOptions& o, const Unit& u, FileHashes& hashes, const CompiledUnit& unit) {
-  std::string deps = std::string(kDepsHeader) + "\n" + HashHex(unit.binary) + "\nmeta " + unit.meta + "\n";
-  for (const std::string& path : unit.deps) deps += hashes.Get(path) + " " + path + "\n";
-  if (WriteFileAtomic(EntryPath(o, u, ".bin"), unit.binary).empty())
-    WriteFileAtomic(EntryPath(o, u, ".deps"), deps);
-}
-
-std::string Failure(const Unit& u, const std::string& what) {
-  const Specialization& s = *u.spec;
-  return what + " for kernel '" + s.kernel->name + "' specialization " + s.name + " (" + s.Describe() +
-         ") for " + (u.ptx ? "compute_" + std::to_string(u.arch.number) + " PTX" : u.arch.Name());
+  std::error_code ec;
+  std::filesystem::remove(output, ec);
+  if (!depfile.empty()) std::filesystem::remove(depfile, ec);
+  return out;
 }
 
 // The error text of a failed tool run: what failed, the command, its output.
-std::string ToolFailure(const Unit& u, const std::string& tool, const ToolResult& r,
+std::string ToolFailure(const UnitJob& job, const std::string& tool, const ToolResult& r,
                         const std::vector<std::string>& argv) {
   std::string why = !r.spawn_error.empty() ? r.spawn_error
                     : r.exit_code != 0     ? "exit code " + std::to_string(r.exit_code)
                                            : tool + " wrote no output";
-  std::string text = Failure(u, tool + " failed (" + why + ")") + "\n  command: " + FormatCommand(argv);
+  std::string text = tool + " failed (" + why + ") for " + job.label + "\n  command: " + FormatCommand(argv);
   if (!r.output.empty()) text += "\n" + r.output;
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
+std::string TmpSuffix() { return ".tmp." + std::to_string(getpid()); }
+
+// The nvcc command line for `job`: [launcher] nvcc flags [-c] extra...
+std::vector<std::string> NvccArgv(const UnitJob& job, const CompileEnv& env) {
+  std::vector<std::string> argv;
+  if (!env.launcher.empty()) argv.push_back(env.launcher);
+  argv.push_back(env.toolchain.nvcc);
+  argv.insert(argv.end(), job.flags.begin(), job.flags.end());
+  if (!env.launcher.empty()) argv.push_back("-c");
+  return argv;
+}
+
 // Compiles one Triton unit through triton_helper.py.
-std::string BuildTriton(const CompileOptions& o, const Unit& u, ToolRunner& runner, CompiledUnit& out) {
-  std::string stem = o.work_dir + "/units/" + u.name;
-  if (std::string err = WriteFileAtomic(stem + ".json", u.source); !err.empty()) return err;
-  std::string tmp_suffix = ".tmp." + std::to_string(getpid());
-  std::string cubin = stem + ".cubin" + tmp_suffix, meta = stem + ".meta" + tmp_suffix;
-  std::vector<std::string> argv = {o.triton.python, o.triton.helper, "compile", stem + ".json", cubin, meta};
-  ToolResult r = runner.Run(argv);
-  std::optional<std::string> binary = r.ok() ? ReadFile(cubin) : std::nullopt;
-  std::optional<std::string> metadata = r.ok() ? ReadFile(meta) : std::nullopt;
-  std::error_code ec;
-  std::filesystem::remove(cubin, ec);
-  std::filesystem::remove(meta, ec);
-  if (!binary || !metadata) return ToolFailure(u, "Triton", r, argv);
-  out.binary = std::move(*binary);
-  out.meta = std::move(*metadata);
-  out.deps = {u.spec->kernel->source_path};
+std::string BuildTriton(const UnitJob& job, const CompileEnv& env, ToolRunner& runner, CompiledUnit& out) {
+  std::string stem = env.work_dir + "/units/" + job.name;
+  if (std::string err = WriteFileAtomic(stem + ".json", job.source); !err.empty()) return err;
+  std::string cubin = stem + ".cubin" + TmpSuffix(), meta = stem + ".meta" + TmpSuffix();
+  std::vector<std::string> argv = {env.triton.python, env.triton.helper, "compile", stem + ".json", cubin, meta};
+  ToolResult r;
+  ToolOutputs got = RunWithOutputs(runner, argv, cubin, meta, r);
+  if (!got.output || !got.depfile) return ToolFailure(job, "Triton", r, argv);
+  out.binary = std::move(*got.output);
+  out.meta = std::move(*got.depfile);
+  out.deps = job.inputs;
+  return "";
+}
+
+// The files a preprocessed text came from: the paths of its line markers
+// ('# 12 "path" flags'), without <built-in> and the like.  nvcc refuses -MD
+// with -E, and the markers name the same files.
+std::vector<std::string> MarkedFiles(const std::string& text) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (text.compare(at, 2, "# ") == 0 && at + 2 < end && std::isdigit(static_cast<unsigned char>(text[at + 2]))) {
+      size_t open = text.find('"', at), close = open < end ? text.find('"', open + 1) : std::string::npos;
+      if (close < end) {
+        std::string path = text.substr(open + 1, close - open - 1);
+        if (!path.empty() && path[0] != '<' && seen.insert(path).second) out.push_back(path);
+      }
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+// The device-side preprocessed source of an nvcc unit and the files it
+// read; an error string when nvcc fails (the compile would fail too).
+std::string Preprocess(const UnitJob& job, const CompileEnv& env, const std::string& tu, ToolRunner& runner,
+                       std::string& text, std::vector<std::string>& deps) {
+  std::string output = env.work_dir + "/units/" + job.name + ".ii" + TmpSuffix();
+  std::vector<std::string> argv = {env.toolchain.nvcc};
+  argv.insert(argv.end(), job.flags.begin(), job.flags.end());
+  argv.insert(argv.end(), {"-E", "-o", output, tu});
+  ToolResult r;
+  ToolOutputs got = RunWithOutputs(runner, argv, output, "", r);
+  if (!got.output) return ToolFailure(job, "nvcc", r, argv);
+  text = std::move(*got.output);
+  deps = MarkedFiles(text);
+  // The generated TU is an input too, but its content is already in the key.
+  deps.erase(std::remove(deps.begin(), deps.end(), tu), deps.end());
   return "";
 }
 
 // Compiles one unit with nvcc.  Returns an empty string or the error lines.
-std::string Build(const CompileOptions& o, const Unit& u, ToolRunner& runner, CompiledUnit& out) {
-  std::string stem = o.work_dir + "/units/" + u.name;
-  if (std::string err = WriteFileAtomic(stem + ".cu", u.source); !err.empty()) return err;
-  std::string tmp_suffix = ".tmp." + std::to_string(getpid());
-  std::string output = stem + (u.ptx ? ".ptx" : ".cubin") + tmp_suffix;
-  std::string depfile = stem + ".d" + tmp_suffix;
-  std::vector<std::string> argv = {o.toolchain.nvcc};
-  argv.insert(argv.end(), u.flags.begin(), u.flags.end());
-  argv.insert(argv.end(), {"-MD", "-MF", depfile, "-o", output, stem + ".cu"});
-  ToolResult r = runner.Run(argv);
-  std::optional<std::string> binary = r.ok() ? ReadFile(output) : std::nullopt;
-  std::optional<std::string> deps = r.ok() ? ReadFile(depfile) : std::nullopt;
-  std::error_code ec;
-  std::filesystem::remove(output, ec);
-  std::filesystem::remove(depfile, ec);
-  if (!binary || !deps) return ToolFailure(u, "nvcc", r, argv);
-  out.binary = std::move(*binary);
-  out.deps = ParseDepfile(*deps);
-  // The generated TU is an input too, but its content is already in the key.
-  out.deps.erase(std::remove(out.deps.begin(), out.deps.end(), stem + ".cu"), out.deps.end());
+std::string BuildNvcc(const UnitJob& job, const CompileEnv& env, const std::string& tu, ToolRunner& runner,
+                      CompiledUnit& out) {
+  std::string stem = env.work_dir + "/units/" + job.name;
+  std::string output = stem + (job.ptx ? ".ptx" : ".cubin") + TmpSuffix();
+  std::string depfile = stem + ".d" + TmpSuffix();
+  std::vector<std::string> argv = NvccArgv(job, env);
+  argv.insert(argv.end(), {"-MD", "-MF", depfile, "-o", output, tu});
+  ToolResult r;
+  ToolOutputs got = RunWithOutputs(runner, argv, output, depfile, r);
+  if (!got.output || !got.depfile) return ToolFailure(job, "nvcc", r, argv);
+  out.binary = std::move(*got.output);
+  out.deps = ParseDepfile(*got.depfile);
+  out.deps.erase(std::remove(out.deps.begin(), out.deps.end(), tu), out.deps.end());
   return "";
 }
 
 }  // namespace
+
+std::string CompileStats::Summary(size_t units) const {
+  std::string out = std::to_string(units) + " units: " + std::to_string(compiled) + " compiled, " +
+                    std::to_string(cached) + " from cache";
+  if (up_to_date > 0) out += ", " + std::to_string(up_to_date) + " up to date";
+  return out;
+}
+
+UnitJob MakeUnitJob(const Unit& u) {
+  const Specialization& s = *u.spec;
+  UnitJob job;
+  job.name = u.name;
+  job.key = u.key;
+  job.config_key = u.config_key;
+  job.source = u.source;
+  job.flags = u.flags;
+  job.ptx = u.ptx;
+  job.triton = u.triton;
+  job.label = "kernel '" + s.kernel->name + "' specialization " + s.name + " (" + s.Describe() + ") for " +
+              (u.ptx ? "compute_" + std::to_string(u.arch.number) + " PTX" : u.arch.Name());
+  if (u.triton) job.inputs = {s.kernel->source_path};
+  return job;
+}
+
+std::string CompileOne(const UnitJob& job, const CompileEnv& env, ToolRunner& runner, CompiledUnit& out) {
+  auto start = std::chrono::steady_clock::now();
+  auto done = [&](CompiledUnit::How how) {
+    out.how = how;
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::string();
+  };
+  UnitCache cache(env.cache_dir);
+  if (cache.LookUp(job.key, out)) return done(CompiledUnit::How::kDirectHit);
+  if (job.triton) {
+    if (std::string err = BuildTriton(job, env, runner, out); !err.empty()) return err;
+    cache.Store(job.key, out);
+    return done(CompiledUnit::How::kCompiled);
+  }
+  std::string tu = env.work_dir + "/units/" + job.name + ".cu";
+  if (std::string err = WriteFileAtomic(tu, job.source); !err.empty()) return err;
+  // A miss by the direct key: try the preprocessed source, which does not
+  // depend on where the project or the build directory is.
+  std::string preprocessed;
+  std::vector<std::string> deps;
+  if (std::string err = Preprocess(job, env, tu, runner, preprocessed, deps); !err.empty()) return err;
+  std::string pp_key = PreprocessedKey(job.config_key, preprocessed);
+  if (cache.LookUp(pp_key, out)) {
+    out.deps = std::move(deps);
+    cache.Store(job.key, out);
+    return done(CompiledUnit::How::kPreprocessedHit);
+  }
+  if (std::string err = BuildNvcc(job, env, tu, runner, out); !err.empty()) return err;
+  cache.Store(job.key, out);
+  CompiledUnit by_content = out;
+  by_content.deps.clear();  // the preprocessed text already covers them
+  cache.Store(pp_key, by_content);
+  return done(CompiledUnit::How::kCompiled);
+}
 
 std::vector<std::string> ParseDepfile(const std::string& text) {
   std::vector<std::string> out;
@@ -177,30 +223,25 @@ bool CompileUnits(const Plan& plan, const CompileOptions& options, ToolRunner& r
                   std::vector<CompiledUnit>& out, CompileStats& stats, Diagnostics& diag) {
   out.assign(plan.units.size(), CompiledUnit{});
   std::vector<std::string> errors(plan.units.size());
-  FileHashes hashes;
   std::atomic<size_t> next{0};
-  std::atomic<int> compiled{0}, cached{0};
   auto worker = [&] {
-    for (size_t i = next++; i < plan.units.size(); i = next++) {
-      const Unit& u = plan.units[i];
-      if (LookUp(options, u, hashes, out[i])) {
-        ++cached;
-        continue;
-      }
-      errors[i] = u.triton ? BuildTriton(options, u, runner, out[i]) : Build(options, u, runner, out[i]);
-      if (errors[i].empty()) {
-        Store(options, u, hashes, out[i]);
-        ++compiled;
-      }
-    }
+    for (size_t i = next++; i < plan.units.size(); i = next++)
+      errors[i] = CompileOne(MakeUnitJob(plan.units[i]), options.env, runner, out[i]);
   };
   int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(plan.units.size())));
   std::vector<std::thread> threads;
   for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (std::thread& t : threads) t.join();
-  stats.compiled = compiled;
-  stats.cached = cached;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!errors[i].empty()) continue;
+    if (out[i].how == CompiledUnit::How::kCompiled) ++stats.compiled;
+    else ++stats.cached;
+  }
+  return ReportUnitErrors(plan, errors, diag);
+}
+
+bool ReportUnitErrors(const Plan& plan, const std::vector<std::string>& errors, Diagnostics& diag) {
   // Report in plan order, so the output does not depend on thread timing.
   // A kernel-wide problem (a Triton constexpr the kernel lacks, a template
   // error in every arch) fails many units with the same tool output: show

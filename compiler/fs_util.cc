@@ -61,6 +61,11 @@ std::string WriteFileAtomic(const std::string& path, std::string_view content) {
   return "";
 }
 
+std::string WriteFileIfChanged(const std::string& path, std::string_view content) {
+  std::optional<std::string> old = ReadFile(path);
+  return old && *old == content ? "" : WriteFileAtomic(path, content);
+}
+
 std::string HashHex(std::string_view data) {
   return Hasher().Add(data).HexDigest();
 }

@@ -16,6 +16,10 @@ std::optional<std::string> ReadFile(const std::string& path);
 // string on success, else a one-line reason.
 std::string WriteFileAtomic(const std::string& path, std::string_view content);
 
+// WriteFileAtomic, unless the file already holds exactly `content`: then
+// it is left alone, mtime included, so Ninja sees it as up to date.
+std::string WriteFileIfChanged(const std::string& path, std::string_view content);
+
 // BLAKE3 of `data`, as 64 lowercase hex digits.
 std::string HashHex(std::string_view data);
 

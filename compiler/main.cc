@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "build.h"
+#include "step.h"
 #include "toolchain.h"
 
 namespace {
@@ -33,17 +34,19 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     const char* name;
     std::string* value;
   };
-  std::string jobs;
+  std::string jobs, job_memory;
   std::vector<Flag> flags = {
       {"--header", &o.header_out},     {"--launcher", &o.launcher_out}, {"--asm", &o.asm_out},
       {"--work-dir", &o.work_dir},     {"--cache-dir", &o.cache_dir},   {"--depfile", &o.depfile_out},
       {"--root", &o.root},             {"--cuda-root", &o.cuda_root},   {"--archs", &o.archs},
       {"--compress-mode", &o.compress_mode}, {"--python", &o.python},
-      {"--triton-helper", &o.triton_helper}, {"-j", &jobs}};
+      {"--triton-helper", &o.triton_helper}, {"-j", &jobs},
+      {"--ninja", &o.ninja},           {"--nvcc-launcher", &o.nvcc_launcher}, {"--job-memory", &job_memory}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--perf") { o.perf = true; continue; }
     if (a == "-v" || a == "--verbose") { o.verbose = true; continue; }
+    if (a == "--quiet") { o.quiet = true; continue; }
     bool matched = false;
     for (Flag& f : flags) {
       std::string name = f.name;
@@ -67,6 +70,12 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     long n = std::strtol(jobs.c_str(), &end, 10);
     if (*end != '\0' || n < 0 || n > 4096) { error = "-j takes a number of jobs"; return false; }
     o.jobs = static_cast<int>(n);
+  }
+  if (!job_memory.empty()) {
+    char* end = nullptr;
+    long long mib = std::strtoll(job_memory.c_str(), &end, 10);
+    if (*end != '\0' || mib < 1) { error = "--job-memory takes MiB per unit job, e.g. 2048"; return false; }
+    o.job_memory_mib = mib;
   }
   if (o.package_path.empty()) { error = "no package file given"; return false; }
   if (o.triton_helper.empty()) o.triton_helper = DefaultTritonHelper();
@@ -95,6 +104,16 @@ int RunBuildCommand(const std::vector<std::string>& args, bool header_only) {
   return kpack::RunBuild(o, runner, std::cerr);
 }
 
+// One Ninja edge of a build (step.h); not for people to call.
+int Step(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::cerr << "kpack: error: step takes one request file\n";
+    return 2;
+  }
+  kpack::ProcessRunner runner;
+  return kpack::RunStep(args[0], runner);
+}
+
 int Build(const std::vector<std::string>& args) { return RunBuildCommand(args, false); }
 int Header(const std::vector<std::string>& args) { return RunBuildCommand(args, true); }
 int Version(const std::vector<std::string>&) {
@@ -112,6 +131,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"build", Build, "compile a package into header, launchers and embedded fatbins"},
     {"header", Header, "generate only the C header (no CUDA toolkit needed)"},
+    {"step", Step, "run one unit or fatbin of a build (Ninja runs this)"},
     {"version", Version, "print the version"},
     {"help", Help, "print this help"},
 };
@@ -133,7 +153,12 @@ int Usage(std::ostream& out, int code) {
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
          "  --python PATH           Python with Triton, for Triton kernels (default python3)\n"
          "  --triton-helper PATH    triton_helper.py (default: beside kpack)\n"
-         "  -j N                    parallel nvcc jobs (default: cores)\n"
+         "  -j N                    units compiled at once (default: cores, within memory)\n"
+         "  --job-memory MIB        memory per unit job, for the default -j (2048)\n"
+         "  --ninja PATH            Ninja, which runs the units (default ninja; none: threads)\n"
+         "  --nvcc-launcher PROG    run nvcc through ccache or sccache\n"
+         "  --quiet                 no progress line\n"
+         "  -v                      print unit counts\n"
          "  --perf                  print the time of each pass\n";
   return code;
 }

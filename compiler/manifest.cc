@@ -698,6 +698,12 @@ void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
         if (*i < 1) r.Error(v, "max_specializations must be at least 1");
         else pkg.max_specializations = static_cast<uint64_t>(*i);
       }
+    } else if (key == "compress") {
+      // fatbinary --compress-mode; docs/building.md says which driver each needs.
+      if (auto m = r.String(v, "compress")) {
+        if (*m == "none" || *m == "speed" || *m == "balance" || *m == "size") pkg.compress_mode = *m;
+        else r.Error(v, "compress must be one of none, speed, balance, size (got '" + *m + "')");
+      }
     } else if (key == "kernels") {
       if (!r.NonEmptySequence(v, "kernels")) continue;
       for (const YAML::Node& item : v)
@@ -724,7 +730,7 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   std::optional<YAML::Node> root = r.Parse();
   if (!root) return std::nullopt;
   if (!r.CheckMap(*root, "the package file",
-                  {"package", "prefix", "archs", "ptx", "nvcc_flags", "max_specializations", "kernels"},
+                  {"package", "prefix", "archs", "ptx", "nvcc_flags", "max_specializations", "compress", "kernels"},
                   {"package", "archs", "kernels"}))
     return std::nullopt;
   Package pkg;

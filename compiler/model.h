@@ -128,6 +128,7 @@ struct Package {
   bool ptx = false;
   std::vector<std::string> nvcc_flags;
   uint64_t max_specializations = 4096;
+  std::string compress_mode;  // fatbinary --compress-mode; "" for its default
   std::vector<Kernel> kernels;
   SourceLoc loc;
 };

@@ -26,9 +26,33 @@ struct PackOptions {
   Toolchain toolchain;
 };
 
+// One fatbinary run, self-contained (serialized by step.h).
+struct FatbinJob {
+  std::string label;               // "kernel 'k' specialization s"
+  std::vector<std::string> argv;   // fatbinary and its options, without --create
+  std::string output;              // the fatbin, written atomically
+};
+
+// The job packing units [begin, end) of `plan` (one specialization, in a
+// row) from the image files `images` (one per unit).
+FatbinJob MakeFatbinJob(const Plan& plan, size_t begin, size_t end, const std::vector<std::string>& images,
+                        const PackOptions& options);
+
+// Runs the job; writes job.output atomically and, when `bytes` is given,
+// returns the fatbin there.  Returns "" or the error: a first line, then
+// "  command: ..." and fatbinary's output.
+std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* bytes = nullptr);
+
+// The specialization of `plan`'s units [begin, end), what they hold.
+PackedSpec DescribePacked(const Plan& plan, size_t begin, size_t end);
+
 // Packs the units of each specialization (consecutive in the plan) into a
-// fatbin.  Returns false on errors.
+// fatbin, in this process.  Returns false on errors.
 bool PackFatbins(const Plan& plan, const std::vector<CompiledUnit>& compiled, const PackOptions& options,
                  ToolRunner& runner, std::vector<PackedSpec>& out, Diagnostics& diag);
+
+// Reports an error text as RunFatbinJob or CompileOne return it: the first
+// line as an error at `loc`, the rest as a note.
+void ReportToolError(const SourceLoc& loc, const std::string& error, Diagnostics& diag);
 
 }  // namespace kpack

@@ -50,6 +50,16 @@ std::vector<std::string> NvccFlags(const Specialization& s, const Arch& arch, bo
   return flags;
 }
 
+// Flags whose whole effect is on preprocessing (include paths, macros):
+// the preprocessed source already reflects them, and include paths name
+// directories, which must not keep two checkouts from sharing the cache.
+bool IsPreprocessorFlag(const std::string& f) {
+  for (const char* prefix : {"-I", "-D", "-U", "-isystem", "-include", "--include-path", "--define-macro",
+                             "--undefine-macro", "--pre-include", "--system-include"})
+    if (f.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string InstantiationSource(const Specialization& s) {
@@ -112,6 +122,7 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
         u.triton = true;
         u.source = TritonRequest(s, arch);
         u.name = s.name + "." + arch.Name();
+        u.config_key = Hasher().Add("kpack-triton-config-v1").Add(versions.triton).HexDigest();
         u.key = Hasher().Add("kpack-triton-unit-v1").Add(u.source).Add(versions.triton).HexDigest();
         plan.units.push_back(std::move(u));
       }
@@ -126,10 +137,15 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
       u.source = source;
       u.flags = NvccFlags(s, arch, ptx);
       u.name = s.name + (ptx ? ".compute_" + std::to_string(arch.number) : "." + arch.Name());
-      Hasher h;
-      h.Add("kpack-unit-v1").Add(source).Add(versions.nvcc).Add(arch.Name()).Add(ptx ? "ptx" : "cubin");
-      for (const std::string& f : u.flags) h.Add(f);
-      u.key = h.HexDigest();
+      Hasher config;
+      config.Add("kpack-unit-config-v1").Add(versions.nvcc).Add(arch.Name()).Add(ptx ? "ptx" : "cubin");
+      for (size_t i = 0; i < u.flags.size(); ++i) {
+        const std::string& f = u.flags[i];
+        if (!IsPreprocessorFlag(f)) config.Add(f);
+        else if (f == "-I" || f == "-D" || f == "-U" || f == "-isystem" || f == "-include") ++i;  // and its value
+      }
+      u.config_key = config.HexDigest();
+      u.key = Hasher().Add("kpack-unit-v2").Add(u.config_key).Add(source).HexDigest();
       plan.units.push_back(std::move(u));
     };
     for (const Arch& arch : k.archs) add(arch, false);

@@ -19,6 +19,7 @@ struct Unit {
                                   // the JSON request to triton_helper.py
   std::vector<std::string> flags; // nvcc flags, without input/output paths
   std::string key;                // content key, see MakePlan
+  std::string config_key;         // the key without the source: flags, arch, toolkit
   std::string name;               // "vector_add_f16_b256.sm_90" (".ptx90")
 };
 
@@ -47,7 +48,8 @@ struct ToolVersions {
 // Makes the units.  A unit's key hashes the translation unit (or Triton
 // request), the flags, the arch and the compiler's version; the compile pass
 // adds the contents of every file the unit reads before trusting a cached
-// result.
+// result.  `config_key` leaves the source out: with the preprocessed source
+// it forms the cache's second key (unit_cache.h).
 Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions);
 
 }  // namespace kpack

@@ -62,6 +62,22 @@ ToolResult ProcessRunner::Run(const std::vector<std::string>& argv) {
   return result;
 }
 
+int RunWithInheritedOutput(const std::vector<std::string>& argv, std::string* spawn_error) {
+  std::vector<char*> c_argv;
+  for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = argv.empty() ? EINVAL : posix_spawnp(&pid, c_argv[0], nullptr, nullptr, c_argv.data(), environ);
+  if (rc != 0) {
+    *spawn_error = "cannot run " + (argv.empty() ? std::string("(nothing)") : argv[0]) + ": " + std::strerror(rc);
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 std::string ProbeToolchain(ToolRunner& runner, Toolchain& toolchain) {
   ToolResult r = runner.Run({toolchain.nvcc, "--version"});
   if (!r.ok()) {

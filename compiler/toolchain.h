@@ -32,6 +32,11 @@ class ProcessRunner : public ToolRunner {
   ToolResult Run(const std::vector<std::string>& argv) override;
 };
 
+// Runs argv with this process's stdout and stderr, so a child that draws a
+// progress line (Ninja) reaches the terminal live.  Returns the exit code,
+// or -1 with *spawn_error set when it could not be started.
+int RunWithInheritedOutput(const std::vector<std::string>& argv, std::string* spawn_error);
+
 // Where the CUDA tools are and which toolkit they belong to.
 struct Toolchain {
   std::string nvcc = "/usr/local/cuda/bin/nvcc";

@@ -3,15 +3,18 @@
 // a corrupt entry is rebuilt rather than trusted.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "compile.h"
 #include "expand.h"
 #include "fs_util.h"
 #include "plan.h"
+#include "unit_cache.h"
 #include "test_util.h"
 
 using kpack::testing::ScratchDir;
@@ -30,6 +33,7 @@ class FakeNvcc : public kpack::ToolRunner {
  public:
   bool fail_256 = false;
   std::atomic<int> runs{0};
+  std::atomic<int> compiles{0};  // runs without -E
   std::mutex mu;
   std::vector<std::vector<std::string>> commands;
 
@@ -42,6 +46,17 @@ class FakeNvcc : public kpack::ToolRunner {
     kpack::ToolResult r;
     std::string tu = argv.back();
     std::string text = *kpack::ReadFile(tu);
+    if (std::find(argv.begin(), argv.end(), "-E") != argv.end()) {  // preprocess: the TU and k.cuh
+      // Like a real preprocessor: line markers with paths, comments gone.
+      std::string pp = "# 1 \"<built-in>\"\n# 1 \"" + tu + "\"\n";
+      std::istringstream lines(text + "# 1 \"k.cuh\" 1\n" + *kpack::ReadFile("k.cuh"));
+      for (std::string line; std::getline(lines, line);)
+        if (line.rfind("//", 0) != 0) pp += line + "\n";
+      std::ofstream(ArgAfter(argv, "-o"), std::ios::binary) << pp;
+      r.exit_code = 0;
+      return r;
+    }
+    ++compiles;
     if (fail_256 && text.find("<256>") != std::string::npos) {
       r.exit_code = 1;
       r.output = "k.cuh(3): error: identifier \"undefined_thing\" is undefined\n";
@@ -73,10 +88,10 @@ struct Fixture {
     REQUIRE(pkg);
     specs = kpack::Expand(*pkg, diag);
     plan = kpack::MakePlan(specs, kpack::ToolVersions{"nvcc 13.0 (fake)", ""});
-    options.work_dir = "work";
-    options.cache_dir = "cache";
+    options.env.work_dir = "work";
+    options.env.cache_dir = "cache";
     options.jobs = 2;
-    options.toolchain.nvcc = "nvcc";
+    options.env.toolchain.nvcc = "nvcc";
   }
 
   kpack::CompileStats Compile(FakeNvcc& nvcc, std::string* errors = nullptr) {
@@ -127,11 +142,15 @@ TEST_CASE("a second build is served from the cache") {
   kpack::CompileStats second = f.Compile(nvcc);
   CHECK(second.compiled == 0);
   CHECK(second.cached == 4);
-  CHECK(nvcc.runs == 4);
-  // Every command is an argv with the depfile and the output, no shell.
+  CHECK(nvcc.compiles == 4);
+  CHECK(nvcc.runs == 8);  // each miss preprocessed first
+  // Every command is an argv with the output, no shell; compiles also
+  // write a depfile (nvcc refuses one with -E).
   for (const auto& argv : nvcc.commands) {
     CHECK(argv[0] == "nvcc");
-    CHECK(ArgAfter(argv, "-MF") != "");
+    CHECK(ArgAfter(argv, "-o") != "");
+    bool preprocess = std::find(argv.begin(), argv.end(), "-E") != argv.end();
+    CHECK(ArgAfter(argv, "-MF").empty() == preprocess);
   }
 }
 
@@ -145,6 +164,42 @@ TEST_CASE("editing an included header invalidates the units that read it") {
   CHECK(again.cached == 0);
 }
 
+TEST_CASE("a comment-only edit is served by the preprocessed key") {
+  Fixture f;
+  FakeNvcc nvcc;
+  f.Compile(nvcc);
+  f.dir.Write("k.cuh", "// a comment\ntemplate <int B> __device__ void k(long n) {}\n");
+  kpack::CompileStats again = f.Compile(nvcc);
+  CHECK(again.compiled == 0);
+  CHECK(again.cached == 4);
+  CHECK(nvcc.compiles == 4);
+  // ...and the direct entry it recorded serves the next build without nvcc.
+  int runs = nvcc.runs;
+  CHECK(f.Compile(nvcc).cached == 4);
+  CHECK(nvcc.runs == runs);
+}
+
+TEST_CASE("the preprocessed key ignores line markers, not content") {
+  std::string a = "# 1 \"/home/a/k.cuh\"\nint x;\n#line 7 \"/a\"\n", b = "# 1 \"/srv/b/k.cuh\"\nint x;\n";
+  CHECK(kpack::PreprocessedKey("cfg", a) == kpack::PreprocessedKey("cfg", b));
+  CHECK(kpack::PreprocessedKey("cfg", a) != kpack::PreprocessedKey("cfg", "int y;\n"));
+  CHECK(kpack::PreprocessedKey("cfg", a) != kpack::PreprocessedKey("other", a));
+  CHECK(kpack::PreprocessedKey("cfg", "#pragma once\nint x;\n") != kpack::PreprocessedKey("cfg", "int x;\n"));
+}
+
+TEST_CASE("include paths do not change the configuration key") {
+  Fixture f;
+  kpack::Package moved = *f.pkg;
+  moved.kernels[0].source_path = "/elsewhere/k.cuh";
+  kpack::Diagnostics diag;
+  std::vector<kpack::Specialization> specs = kpack::Expand(moved, diag);
+  kpack::Plan plan = kpack::MakePlan(specs, kpack::ToolVersions{"nvcc 13.0 (fake)", ""});
+  CHECK(plan.units[0].flags != f.plan.units[0].flags);
+  CHECK(plan.units[0].config_key == f.plan.units[0].config_key);
+  kpack::Plan newer = kpack::MakePlan(specs, kpack::ToolVersions{"nvcc 13.1 (fake)", ""});
+  CHECK(newer.units[0].config_key != f.plan.units[0].config_key);
+}
+
 TEST_CASE("a corrupt cache entry is rebuilt, not trusted") {
   Fixture f;
   FakeNvcc nvcc;
@@ -152,11 +207,27 @@ TEST_CASE("a corrupt cache entry is rebuilt, not trusted") {
   const kpack::Unit& u = f.plan.units[2];
   std::string entry = "cache/" + u.key.substr(0, 2) + "/" + u.key + ".bin";
   REQUIRE(std::filesystem::exists(entry));
-  std::ofstream(entry, std::ios::binary) << "cubin:trunc";  // torn write
+  std::string good = *kpack::ReadFile(entry);
+  // A torn direct entry: the intact preprocessed entry serves the unit and
+  // the direct entry is written again.
+  std::ofstream(entry, std::ios::binary) << "cubin:trunc";
   kpack::CompileStats again = f.Compile(nvcc);
-  CHECK(again.compiled == 1);
-  CHECK(again.cached == 3);
-  CHECK(kpack::ReadFile(entry)->rfind("cubin:// Generated by kpack", 0) == 0);
+  CHECK(again.compiled == 0);
+  CHECK(again.cached == 4);
+  CHECK(*kpack::ReadFile(entry) == good);
+  // Every entry holding those bytes torn (direct and preprocessed, for the
+  // fake's sm_80 and sm_90 output, which are equal): nvcc runs for both.
+  int torn = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator("cache"))
+    if (e.path().extension() == ".bin" && *kpack::ReadFile(e.path().string()) == good) {
+      std::ofstream(e.path(), std::ios::binary) << "cubin:trunc";
+      ++torn;
+    }
+  CHECK(torn == 4);
+  again = f.Compile(nvcc);
+  CHECK(again.compiled == 2);
+  CHECK(again.cached == 2);
+  CHECK(*kpack::ReadFile(entry) == good);
 }
 
 TEST_CASE("an nvcc failure names the kernel, the specialization and the arch") {

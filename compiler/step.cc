@@ -1,0 +1,188 @@
+#include "step.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "fs_util.h"
+// LLVM's headers are not clean under this project's warnings.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#pragma GCC diagnostic pop
+
+namespace kpack {
+namespace {
+
+namespace json = llvm::json;
+
+json::Array Strings(const std::vector<std::string>& items) {
+  json::Array out;
+  for (const std::string& s : items) out.push_back(s);
+  return out;
+}
+
+std::string Print(json::Value value) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::formatv("{0:1}", value);
+  os.flush();
+  return out + "\n";
+}
+
+std::string GetString(const json::Object& o, llvm::StringRef key) {
+  std::optional<llvm::StringRef> s = o.getString(key);
+  return s ? s->str() : "";
+}
+
+std::vector<std::string> GetStrings(const json::Object& o, llvm::StringRef key) {
+  std::vector<std::string> out;
+  if (const json::Array* a = o.getArray(key))
+    for (const json::Value& v : *a)
+      if (std::optional<llvm::StringRef> s = v.getAsString()) out.push_back(s->str());
+  return out;
+}
+
+const char* HowName(CompiledUnit::How how) {
+  switch (how) {
+    case CompiledUnit::How::kCompiled: return "compiled";
+    case CompiledUnit::How::kDirectHit: return "cache";
+    case CompiledUnit::How::kPreprocessedHit: return "cache-preprocessed";
+    case CompiledUnit::How::kUpToDate: return "up-to-date";
+  }
+  return "compiled";
+}
+
+// Escapes a path for a Make-style depfile as Ninja reads it.
+std::string DepfilePath(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#') out += '\\';
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
+
+int Fail(const std::string& error_path, const std::string& error) {
+  WriteFileAtomic(error_path, error);
+  std::cerr << "kpack: step failed; the build reports why (" << error_path << ")\n";
+  return 1;
+}
+
+int RunUnitStep(const json::Object& request, const std::string& path, ToolRunner& runner) {
+  const json::Object* j = request.getObject("job");
+  const json::Object* e = request.getObject("env");
+  if (!j || !e) return Fail(path + ".error", "error: malformed step request " + path);
+  UnitJob job{GetString(*j, "name"),  GetString(*j, "key"),   GetString(*j, "config_key"),
+              GetString(*j, "source"), GetStrings(*j, "flags"), j->getBoolean("ptx").value_or(false),
+              j->getBoolean("triton").value_or(false), GetString(*j, "label"), GetStrings(*j, "inputs")};
+  CompileEnv env;
+  env.work_dir = GetString(*e, "work_dir");
+  env.cache_dir = GetString(*e, "cache_dir");
+  env.toolchain.nvcc = GetString(*e, "nvcc");
+  env.triton.python = GetString(*e, "python");
+  env.triton.helper = GetString(*e, "triton_helper");
+  env.launcher = GetString(*e, "launcher");
+  UnitFiles files = UnitFilesFor(env.work_dir, job.name);
+  std::error_code ec;
+  std::filesystem::remove(files.error, ec);
+  CompiledUnit unit;
+  if (std::string err = CompileOne(job, env, runner, unit); !err.empty()) return Fail(files.error, err);
+  const char* run = std::getenv(kRunIdVariable);
+  std::string depfile = DepfilePath(files.binary) + ":";
+  for (const std::string& dep : unit.deps) depfile += " \\\n  " + DepfilePath(dep);
+  for (const auto& [file, content] : {std::pair{files.result, UnitResultJson(run ? run : "", unit)},
+                                      std::pair{files.depfile, depfile + "\n"},
+                                      std::pair{files.binary, unit.binary}})
+    if (std::string err = WriteFileAtomic(file, content); !err.empty()) return Fail(files.error, "error: " + err);
+  return 0;
+}
+
+int RunFatbinStep(const json::Object& request, ToolRunner& runner) {
+  FatbinJob job{GetString(request, "label"), GetStrings(request, "argv"), GetString(request, "output")};
+  std::string error_path = job.output.substr(0, job.output.size() - std::string(".fatbin").size()) + ".error";
+  std::error_code ec;
+  std::filesystem::remove(error_path, ec);
+  if (std::string err = RunFatbinJob(job, runner); !err.empty()) return Fail(error_path, err);
+  return 0;
+}
+
+}  // namespace
+
+UnitFiles UnitFilesFor(const std::string& work_dir, const std::string& name) {
+  std::string stem = work_dir + "/units/" + name;
+  return UnitFiles{stem + ".unit", stem + ".result", stem + ".bin.d", stem + ".bin", stem + ".error"};
+}
+
+std::string UnitRequestJson(const UnitJob& job, const CompileEnv& env) {
+  return Print(json::Object{
+      {"kind", "unit"},
+      {"job", json::Object{{"name", job.name},
+                           {"key", job.key},
+                           {"config_key", job.config_key},
+                           {"source", job.source},
+                           {"flags", Strings(job.flags)},
+                           {"ptx", job.ptx},
+                           {"triton", job.triton},
+                           {"label", job.label},
+                           {"inputs", Strings(job.inputs)}}},
+      {"env", json::Object{{"work_dir", env.work_dir},
+                           {"cache_dir", env.cache_dir},
+                           {"nvcc", env.toolchain.nvcc},
+                           {"python", env.triton.python},
+                           {"triton_helper", env.triton.helper},
+                           {"launcher", env.launcher}}}});
+}
+
+std::string FatbinRequestJson(const FatbinJob& job) {
+  return Print(json::Object{{"kind", "fatbin"}, {"label", job.label}, {"argv", Strings(job.argv)},
+                            {"output", job.output}});
+}
+
+std::string UnitResultJson(const std::string& run, const CompiledUnit& unit) {
+  return Print(json::Object{{"run", run},
+                            {"how", HowName(unit.how)},
+                            {"seconds", unit.seconds},
+                            {"meta", unit.meta},
+                            {"deps", Strings(unit.deps)}});
+}
+
+std::optional<UnitResult> ParseUnitResult(const std::string& text) {
+  llvm::Expected<json::Value> value = json::parse(text);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return std::nullopt;
+  }
+  const json::Object* o = value->getAsObject();
+  if (!o) return std::nullopt;
+  UnitResult r;
+  r.run = GetString(*o, "run");
+  std::string how = GetString(*o, "how");
+  r.unit.how = how == "compiled"  ? CompiledUnit::How::kCompiled
+               : how == "cache"   ? CompiledUnit::How::kDirectHit
+                                  : CompiledUnit::How::kPreprocessedHit;
+  r.unit.seconds = o->getNumber("seconds").value_or(0);
+  r.unit.meta = GetString(*o, "meta");
+  r.unit.deps = GetStrings(*o, "deps");
+  return r;
+}
+
+int RunStep(const std::string& path, ToolRunner& runner) {
+  std::optional<std::string> text = ReadFile(path);
+  llvm::Expected<json::Value> value = text ? json::parse(*text) : llvm::Expected<json::Value>(nullptr);
+  if (!value) llvm::consumeError(value.takeError());
+  const json::Object* request = value ? value->getAsObject() : nullptr;
+  if (!request) {
+    std::cerr << "kpack: error: cannot read step request " << path << "\n";
+    return 2;
+  }
+  std::string kind = GetString(*request, "kind");
+  if (kind == "unit") return RunUnitStep(*request, path, runner);
+  if (kind == "fatbin") return RunFatbinStep(*request, runner);
+  std::cerr << "kpack: error: unknown step kind '" << kind << "' in " << path << "\n";
+  return 2;
+}
+
+}  // namespace kpack

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A library whose embedded fatbins total more than 2 GiB links into a
+# consumer program (default code model, no -mcmodel) and every blob is read
+# back through the generated table: no "relocation truncated to fit".
+#   large_library.sh EMBED_GEN CC RUNTIME_INCLUDE_DIR
+# Needs ~10 GiB of free disk in $TMPDIR (blobs, object, program); skips (77)
+# with less.
+set -eu
+gen=$(realpath "$1"); cc=$2; inc=$(realpath "$3"); here=$(dirname "$(realpath "$0")")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+free_kib=$(df -Pk "$work" | awk 'NR == 2 {print $4}')
+if [ "$free_kib" -lt $((10 * 1024 * 1024)) ]; then
+  echo "skipped: needs 10 GiB free in $work, has $((free_kib / 1024)) MiB"
+  exit 77
+fi
+cd "$work"
+# Four blobs of 768 MiB (sparse: only the markers are written): the last
+# one starts more than 2 GiB past the code.
+blob_size=$((768 * 1024 * 1024))
+blobs=()
+for i in 0 1 2 3; do
+  f=blob$i.fatbin
+  truncate -s $blob_size "$f"
+  marker=$(printf 'KPACKBLOB%07d' "$i")
+  printf '%s' "$marker" | dd of="$f" conv=notrunc status=none
+  printf '%s' "$marker" | dd of="$f" bs=1 seek=$((blob_size - 16)) conv=notrunc status=none
+  blobs+=("$work/$f")
+done
+"$gen" big.S big "${blobs[@]}"
+start=$SECONDS
+"$cc" -c big.S -o big.o
+"$cc" -O1 -I"$inc" "$here/consumer.c" big.o -o consumer
+echo "assembled and linked $(du -h --apparent-size consumer | cut -f1) in $((SECONDS - start)) s"
+./consumer 4
