@@ -172,7 +172,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     CompileUnits(plan, co, runner, compiled, stats, diag);
   }
   if (o.verbose || o.perf)
-    err << "kpack: " << plan.units.size() << " units: " << stats.compiled << " compiled, " << stats.cached
+    err << "kpack: " << CountUnits(plan) << ": " << stats.compiled << " compiled, " << stats.cached
         << " from cache\n";
   if (!Checkpoint(diag, err)) return 1;
 
@@ -198,7 +198,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("embed", o.perf, err);
     for (const PackedSpec& p : packed) {
-      blob_paths.push_back(o.work_dir + "/fatbins/" + p.spec->name + ".fatbin");
+      blob_paths.push_back(o.work_dir + "/fatbins/" + p.spec->Stem() + ".fatbin");
       blob_hashes.push_back(HashHex(p.fatbin));
       if (std::string e = WriteFileAtomic(blob_paths.back(), p.fatbin); !e.empty()) diag.Error(e);
     }

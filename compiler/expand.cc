@@ -56,7 +56,11 @@ void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specializatio
       // Triton names the kernel after the Python function; kpack wraps CUDA
       // templates in an extern "C" kernel of its own name.
       s.symbol = k.language == Language::kTriton ? k.entry : "kpack_" + s.launcher;
-      out.push_back(std::move(s));
+      out.push_back(s);
+      if (k.HasAlignedVariant()) {
+        s.aligned = true;
+        out.push_back(std::move(s));
+      }
     }
     // Advance the last constexpr fastest, so names sort like the manifest.
     size_t i = odometer.size();
@@ -83,7 +87,7 @@ void CheckCollisions(const Package& pkg, const std::vector<Specialization>& spec
     claim(pkg.prefix + "_" + k.name + "_configs", owner, k.loc);
   }
   for (const Specialization& s : specs)
-    claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
+    if (!s.aligned) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
 }
 
 }  // namespace
@@ -120,7 +124,13 @@ std::string Specialization::Describe() const {
     if (i) out += ", ";
     out += kernel->constexprs[i].name + "=" + ValueText(kernel->constexprs[i], values[i]);
   }
-  return out;
+  return aligned ? out + "; aligned variant" : out;
+}
+
+std::string Specialization::Stem() const { return aligned ? name + ".aligned" : name; }
+
+int Specialization::Divisibility(const Param& p) const {
+  return p.divisibility_auto && !aligned ? 0 : p.divisibility;
 }
 
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {

@@ -17,7 +17,7 @@ bool PackOne(const Plan& plan, const std::vector<CompiledUnit>& compiled, size_t
   out.build_mode = BuildMode(s.kernel->nvcc_flags);
   std::string dir = o.work_dir + "/fatbins";
   std::string tmp_suffix = ".tmp." + std::to_string(getpid());
-  std::vector<std::string> argv = {o.toolchain.fatbinary, "-64", "--create=" + dir + "/" + s.name + ".fatbin" + tmp_suffix};
+  std::vector<std::string> argv = {o.toolchain.fatbinary, "-64", "--create=" + dir + "/" + s.Stem() + ".fatbin" + tmp_suffix};
   if (!o.compress_mode.empty()) argv.push_back("--compress-mode=" + o.compress_mode);
   for (size_t i = begin; i < end; ++i) {
     const Unit& u = plan.units[i];
@@ -31,12 +31,13 @@ bool PackOne(const Plan& plan, const std::vector<CompiledUnit>& compiled, size_t
     (u.ptx ? out.ptx_archs : out.sass_archs).push_back(u.arch);
   }
   ToolResult r = runner.Run(argv);
-  std::string created = dir + "/" + s.name + ".fatbin" + tmp_suffix;
+  std::string created = dir + "/" + s.Stem() + ".fatbin" + tmp_suffix;
   std::optional<std::string> fatbin = r.ok() ? ReadFile(created) : std::nullopt;
   std::error_code ec;
   std::filesystem::remove(created, ec);
   if (!fatbin) {
     diag.Error(s.kernel->loc, "fatbinary failed for kernel '" + s.kernel->name + "' specialization " + s.name +
+                                  (s.aligned ? " (aligned variant)" : "") +
                                   (r.spawn_error.empty() ? "" : ": " + r.spawn_error));
     diag.Note("  command: " + FormatCommand(argv) + (r.output.empty() ? "" : "\n" + r.output));
     return false;
