@@ -72,10 +72,11 @@ class HeaderWriter {
             (k.ptx ? " plus PTX" : "") + ".\n";
     out_ += " * Launch: " + CommentText(LaunchSummary(k)) + ".\n";
     if (k.HasAlignedVariant())
-      out_ += " * Variants: each specialization is built twice, with " + AutoParams(k) +
-              " hinted\n * divisible by 16 (pointers 16-byte aligned) and without; the launcher runs\n"
-              " * the first when every one of them is, as Triton's JIT does, else the\n"
-              " * second. Each is loaded on its first launch.\n";
+      out_ += " * Variants: each specialization is built twice, with and without these\n"
+              " * params hinted divisible by 16 (pointers: 16-byte aligned):\n *   " +
+              AutoParams(k) +
+              ".\n * The launcher runs the hinted build when every one of them is, as\n"
+              " * Triton's JIT does, else the other; each is loaded on its first launch.\n";
     out_ += " */\n\n";
 
     out_ += "/* One built combination of " + k.name + "'s constexprs. */\n";

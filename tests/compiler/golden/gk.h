@@ -114,10 +114,11 @@ kpack_status gk_mask_nocausal_t16(kpack_stream stream, uint8_t *out, int32_t q_l
  *
  * Source: tri.py (Triton entry scale_rows), built for sm_80,sm_90a.
  * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
- * Variants: each specialization is built twice, with x, out and stride hinted
- * divisible by 16 (pointers 16-byte aligned) and without; the launcher runs
- * the first when every one of them is, as Triton's JIT does, else the
- * second. Each is loaded on its first launch.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   x, out and stride.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
  */
 
 /* One built combination of rows's constexprs. */
