@@ -56,11 +56,7 @@ void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specializatio
       // Triton names the kernel after the Python function; kpack wraps CUDA
       // templates in an extern "C" kernel of its own name.
       s.symbol = k.language == Language::kTriton ? k.entry : "kpack_" + s.launcher;
-      out.push_back(s);
-      if (k.HasAlignedVariant()) {
-        s.aligned = true;
-        out.push_back(std::move(s));
-      }
+      out.push_back(std::move(s));
     }
     // Advance the last constexpr fastest, so names sort like the manifest.
     size_t i = odometer.size();
@@ -148,6 +144,13 @@ std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
     if (out.size() == before) diag.Error(k.loc, "every specialization of kernel '" + k.name + "' is excluded");
   }
   CheckCollisions(pkg, out, diag);
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    if (!out[i].kernel->HasAlignedVariant()) continue;
+    Specialization variant = out[i];
+    variant.aligned = true;
+    variant.fallback = i;
+    out.push_back(std::move(variant));
+  }
   return out;
 }
 

@@ -16,10 +16,11 @@ struct Specialization {
   std::string name;      // "vector_add_f16_b256"
   std::string launcher;  // "<prefix>_vector_add_f16_b256"
   std::string symbol;    // "kpack_<prefix>_vector_add_f16_b256", in the cubin
-  // The aligned variant of the specialization just before it in Expand's
-  // result (same name, launcher and symbol): built with every
+  // The aligned variant of specialization `fallback` (an index into Expand's
+  // result; same name, launcher and symbol): built with every
   // `divisibility: auto` param hinted, launched when the values allow it.
   bool aligned = false;
+  size_t fallback = 0;
 
   // "T=f16, BLOCK=256" ("...; aligned variant"), for messages and docs.
   std::string Describe() const;
@@ -37,10 +38,11 @@ ExprBindings BindingsFor(const Specialization& s);
 // Spelling of one value: "f16", "256", "true".
 std::string ValueText(const Constexpr& c, const ConstexprValue& v);
 
-// Expands every kernel of `pkg`, in manifest order; a kernel with
-// `divisibility: auto` params gets each specialization twice, the unhinted
-// one then its aligned variant (one fully hinted variant, not one per
-// subset: see docs/manifest.md).  Reports products over
+// Expands every kernel of `pkg`, in manifest order, then appends the aligned
+// variant of each specialization of a kernel with `divisibility: auto`
+// params (one fully hinted variant, not one per subset: see
+// docs/manifest.md).  Variants come last so that specialization i keeps
+// fatbin i whatever the variants.  Reports products over
 // pkg.max_specializations, kernels whose every combination is excluded, and
 // generated names that collide.  The result points into `pkg`.
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag);

@@ -47,28 +47,32 @@ TEST_CASE("divisibility: auto expands each specialization into itself and its al
   Planned p;
   LoadTriton(p, kAutoParams);
   REQUIRE(p.errors == "");
+  // The variants come after every specialization: specialization i keeps
+  // fatbin i.
   REQUIRE(p.specs.size() == 4);
   for (size_t i = 0; i < 4; ++i) {
     INFO("spec " << i);
-    CHECK(p.specs[i].aligned == (i % 2 == 1));
-    CHECK(p.specs[i].name == (i < 2 ? "k_f16" : "k_f32"));
-    CHECK(p.specs[i].launcher == (i < 2 ? "demo_k_f16" : "demo_k_f32"));
+    CHECK(p.specs[i].aligned == (i >= 2));
+    CHECK(p.specs[i].name == (i % 2 == 0 ? "k_f16" : "k_f32"));
+    CHECK(p.specs[i].launcher == (i % 2 == 0 ? "demo_k_f16" : "demo_k_f32"));
     CHECK(p.specs[i].symbol == "k");
   }
+  CHECK(p.specs[2].fallback == 0);
+  CHECK(p.specs[3].fallback == 1);
   CHECK(p.specs[0].Describe() == "T=f16");
-  CHECK(p.specs[1].Describe() == "T=f16; aligned variant");
+  CHECK(p.specs[2].Describe() == "T=f16; aligned variant");
   CHECK(p.specs[0].Stem() == "k_f16");
-  CHECK(p.specs[1].Stem() == "k_f16.aligned");
+  CHECK(p.specs[2].Stem() == "k_f16.aligned");
   const kpack::Kernel& k = *p.specs[0].kernel;
   // The fallback keeps only the promise; the variant hints every auto param.
   CHECK(p.specs[0].Divisibility(k.params[0]) == 0);
   CHECK(p.specs[0].Divisibility(k.params[1]) == 16);
   CHECK(p.specs[0].Divisibility(k.params[2]) == 0);
   CHECK(p.specs[0].Divisibility(k.params[3]) == 0);
-  CHECK(p.specs[1].Divisibility(k.params[0]) == 16);
-  CHECK(p.specs[1].Divisibility(k.params[1]) == 16);
-  CHECK(p.specs[1].Divisibility(k.params[2]) == 0);
-  CHECK(p.specs[1].Divisibility(k.params[3]) == 16);
+  CHECK(p.specs[2].Divisibility(k.params[0]) == 16);
+  CHECK(p.specs[2].Divisibility(k.params[1]) == 16);
+  CHECK(p.specs[2].Divisibility(k.params[2]) == 0);
+  CHECK(p.specs[2].Divisibility(k.params[3]) == 16);
 }
 
 TEST_CASE("the plan has units for both variants, each with its hints in the Triton request") {
@@ -78,17 +82,17 @@ TEST_CASE("the plan has units for both variants, each with its hints in the Trit
   std::vector<std::string> names;
   for (const kpack::Unit& u : p.plan.units) names.push_back(u.name);
   // Grouped by specialization, so that pack makes one fatbin per variant.
-  CHECK(names == std::vector<std::string>{"k_f16.sm_80", "k_f16.sm_90a", "k_f16.aligned.sm_80",
-                                          "k_f16.aligned.sm_90a", "k_f32.sm_80", "k_f32.sm_90a",
-                                          "k_f32.aligned.sm_80", "k_f32.aligned.sm_90a"});
-  CHECK(p.plan.units[2].spec == &p.specs[1]);
+  CHECK(names == std::vector<std::string>{"k_f16.sm_80", "k_f16.sm_90a", "k_f32.sm_80", "k_f32.sm_90a",
+                                          "k_f16.aligned.sm_80", "k_f16.aligned.sm_90a", "k_f32.aligned.sm_80",
+                                          "k_f32.aligned.sm_90a"});
+  CHECK(p.plan.units[4].spec == &p.specs[2]);
   CHECK(p.plan.units[0].source ==
         "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
         "\"params\":[{\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},{\"name\":\"stride\",\"triton_type\":\"i64\"}],"
         "\"source\":\"k.py\"}");
-  CHECK(p.plan.units[2].source ==
+  CHECK(p.plan.units[4].source ==
         "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
         "\"params\":[{\"divisibility\":16,\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
@@ -96,7 +100,7 @@ TEST_CASE("the plan has units for both variants, each with its hints in the Trit
         "{\"divisibility\":16,\"name\":\"stride\",\"triton_type\":\"i64\"}],"
         "\"source\":\"k.py\"}");
   // Different requests, different cache entries.
-  CHECK(p.plan.units[0].key != p.plan.units[2].key);
+  CHECK(p.plan.units[0].key != p.plan.units[4].key);
   CHECK(kpack::CountUnits(p.plan) == "8 units (4 of aligned variants)");
 }
 

@@ -83,7 +83,8 @@ if build && grep -q '8 units (4 of aligned variants): 8 compiled, 0 from cache' 
    && ! cmp -s work/fatbins/add_f16_b1024_w4.aligned.sm_80.cubin work/fatbins/add_f16_b1024_w4.sm_80.cubin \
    && grep -q '\.incbin "work/fatbins/add_f16_b1024_w8.aligned.fatbin"' out/tk.S \
    && grep -q 'const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)y | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0;' out/tk.c \
-   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_1 : &kpack_spec_0), stream' out/tk.c \
+   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_2 : &kpack_spec_0), stream' out/tk.c \
+   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_3 : &kpack_spec_1), stream' out/tk.c \
    && grep -q '"add_f16_b1024_w4 (aligned variant)"' out/tk.c \
    && grep -q 'size_t tk_num_specializations(void) { return 2; }' out/tk.c \
    && ! grep -q 'must be 16-byte aligned' out/tk.c; then

@@ -3,8 +3,8 @@
  * launcher source kpack generates for the golden package, so that the
  * runtime tests run generated code (the aligned-variant choice) against the
  * fake driver.  Blob i belongs to descriptor kpack_spec_i, in the order
- * kpack's expand pass gives: scale (3), mask (2), then rows: f16, f16
- * aligned, f32, f32 aligned.
+ * kpack's expand pass gives: scale (3), mask (2), rows f16 and f32, then
+ * the aligned variants of rows f16 and f32.
  */
 #include "golden_blobs.h"
 
@@ -23,9 +23,9 @@ static const char rows_f32_aligned_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:
 #define BLOB(image) {(const unsigned char *)(image), sizeof(image)}
 
 const kpack_blob gk_kpack_blobs[GK_BLOB_COUNT] = {
-    BLOB(scale_image),    BLOB(scale_image),            BLOB(scale_image),    BLOB(mask_image),
-    BLOB(mask_image),     BLOB(rows_f16_image),         BLOB(rows_f16_aligned_image),
-    BLOB(rows_f32_image), BLOB(rows_f32_aligned_image),
+    BLOB(scale_image),    BLOB(scale_image),    BLOB(scale_image),
+    BLOB(mask_image),     BLOB(mask_image),     BLOB(rows_f16_image),
+    BLOB(rows_f32_image), BLOB(rows_f16_aligned_image), BLOB(rows_f32_aligned_image),
 };
 
 const void *gk_blob_data(int i) { return gk_kpack_blobs[i].data; }

@@ -105,14 +105,14 @@ static const kpack_kernel kpack_spec_5 = {
 
 static kpack_kernel_state kpack_state_6;
 static const kpack_kernel kpack_spec_6 = {
-    1, "golden", "rows", "rows_f16_b1024 (aligned variant)",
+    1, "golden", "rows", "rows_f32_b1024",
     "scale_rows", &gk_kpack_blobs[6],
     kpack_archs_3, 2, NULL, 0,
     "sm_80,sm_90a", "", "release", &kpack_state_6};
 
 static kpack_kernel_state kpack_state_7;
 static const kpack_kernel kpack_spec_7 = {
-    1, "golden", "rows", "rows_f32_b1024",
+    1, "golden", "rows", "rows_f16_b1024 (aligned variant)",
     "scale_rows", &gk_kpack_blobs[7],
     kpack_archs_3, 2, NULL, 0,
     "sm_80,sm_90a", "", "release", &kpack_state_7};
@@ -278,7 +278,7 @@ kpack_status gk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f1
   void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (void *)&stride, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
   kpack_status kpack_st = kpack_check_geometry_("rows_f16_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
   if (kpack_st != KPACK_SUCCESS) return kpack_st;
-  return kpack_launch((kpack_aligned ? &kpack_spec_6 : &kpack_spec_5), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+  return kpack_launch((kpack_aligned ? &kpack_spec_7 : &kpack_spec_5), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
                       (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
                       (uint32_t)kpack_smem, kpack_args);
 }
@@ -296,7 +296,7 @@ kpack_status gk_rows_f32_b1024(kpack_stream stream, const float *x, float *out, 
   void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (void *)&stride, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
   kpack_status kpack_st = kpack_check_geometry_("rows_f32_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
   if (kpack_st != KPACK_SUCCESS) return kpack_st;
-  return kpack_launch((kpack_aligned ? &kpack_spec_8 : &kpack_spec_7), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+  return kpack_launch((kpack_aligned ? &kpack_spec_8 : &kpack_spec_6), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
                       (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
                       (uint32_t)kpack_smem, kpack_args);
 }
@@ -337,7 +337,7 @@ static const kpack_kernel *const kpack_all_[7] = {
     &kpack_spec_3,
     &kpack_spec_4,
     &kpack_spec_5,
-    &kpack_spec_7,
+    &kpack_spec_6,
 };
 
 /* The aligned variant of each, NULL where none. */
@@ -347,7 +347,7 @@ static const kpack_kernel *const kpack_aligned_[7] = {
     NULL,
     NULL,
     NULL,
-    &kpack_spec_6,
+    &kpack_spec_7,
     &kpack_spec_8,
 };
 
