@@ -127,8 +127,8 @@ class LauncherWriter {
     // The name is what runtime messages say; kpack_describe() never sees an
     // aligned variant's descriptor.
     out_ += "    " + std::to_string(kAbiVersion) + ", " + CString(pkg_.name) + ", " + CString(k.name) + ", " +
-            CString(s.aligned ? s.name + " (aligned variant)" : s.name) + ",\n    " + CString(s.symbol) + ", &" + pkg_.prefix + "_kpack_blobs[" +
-            std::to_string(i) + "],\n";
+            CString(s.aligned ? s.name + " (aligned variant)" : s.name) + ",\n    " + CString(s.symbol) + ", &" +
+            pkg_.prefix + "_kpack_blobs[" + std::to_string(i) + "],\n";
     const std::vector<Arch> archs = k.BuildArchs();
     out_ += "    " + ArchTable(archs) + ", " + std::to_string(archs.size()) + ", " + ptx_table + ", " +
             (k.ptx ? "1" : "0") + ",\n";

@@ -17,7 +17,8 @@ bool PackOne(const Plan& plan, const std::vector<CompiledUnit>& compiled, size_t
   out.build_mode = BuildMode(s.kernel->nvcc_flags);
   std::string dir = o.work_dir + "/fatbins";
   std::string tmp_suffix = ".tmp." + std::to_string(getpid());
-  std::vector<std::string> argv = {o.toolchain.fatbinary, "-64", "--create=" + dir + "/" + s.Stem() + ".fatbin" + tmp_suffix};
+  std::vector<std::string> argv = {o.toolchain.fatbinary, "-64",
+                                   "--create=" + dir + "/" + s.Stem() + ".fatbin" + tmp_suffix};
   if (!o.compress_mode.empty()) argv.push_back("--compress-mode=" + o.compress_mode);
   for (size_t i = begin; i < end; ++i) {
     const Unit& u = plan.units[i];
