@@ -194,7 +194,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
       PackFatbins(plan, compiled, pack_options, runner, packed, diag);
     }
   }
-  if (o.verbose || o.perf) err << "kpack: " << stats.Summary(plan.units.size()) << "\n";
+  if (o.verbose || o.perf) err << "kpack: " << stats.Summary(CountUnits(plan)) << "\n";
   if (o.perf && o.ninja != "none")
     err << "kpack: schedule " << static_cast<int64_t>(stats.schedule_ms * 1000) / 1000.0 << " ms (inside compile+pack)\n"
         << "kpack: unit steps " << stats.unit_seconds << " s in all\n";
@@ -214,7 +214,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("embed", o.perf, err);
     for (const PackedSpec& p : packed) {
-      blob_paths.push_back(o.work_dir + "/fatbins/" + p.spec->name + ".fatbin");
+      blob_paths.push_back(o.work_dir + "/fatbins/" + p.spec->Stem() + ".fatbin");
       blob_hashes.push_back(HashHex(p.fatbin));
       if (std::string e = WriteFileIfChanged(blob_paths.back(), p.fatbin); !e.empty()) diag.Error(e);
     }

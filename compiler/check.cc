@@ -17,7 +17,7 @@ std::string Layout(uint32_t offset, uint32_t size) {
 void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnostics& diag) {
   const Specialization& s = *u.spec;
   const Kernel& k = *s.kernel;
-  std::string where = "specialization " + s.name + " (" + u.arch.Name() + ")";
+  std::string where = "specialization " + s.name + " (" + (s.aligned ? "aligned variant, " : "") + u.arch.Name() + ")";
   std::string error;
   std::optional<CubinInfo> info = ReadCubin(c.binary, &error);
   if (!info) {

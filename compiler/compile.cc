@@ -133,8 +133,8 @@ std::string BuildNvcc(const UnitJob& job, const CompileEnv& env, const std::stri
 
 }  // namespace
 
-std::string CompileStats::Summary(size_t units) const {
-  std::string out = std::to_string(units) + " units: " + std::to_string(compiled) + " compiled, " +
+std::string CompileStats::Summary(const std::string& units) const {
+  std::string out = units + ": " + std::to_string(compiled) + " compiled, " +
                     std::to_string(cached) + " from cache";
   if (up_to_date > 0) out += ", " + std::to_string(up_to_date) + " up to date";
   return out;

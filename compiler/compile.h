@@ -61,7 +61,7 @@ struct CompileStats {
   int up_to_date = 0;   // Ninja did not need to run the unit at all
   double schedule_ms = 0;      // writing the requests and the Ninja file
   double unit_seconds = 0;     // sum of the steps that ran (the scale bench)
-  std::string Summary(size_t units) const;  // "4 units: 1 compiled, ..."
+  std::string Summary(const std::string& units) const;  // units: CountUnits(plan)
 };
 
 // Job for unit `u` of the plan.

@@ -83,7 +83,7 @@ void CheckCollisions(const Package& pkg, const std::vector<Specialization>& spec
     claim(pkg.prefix + "_" + k.name + "_configs", owner, k.loc);
   }
   for (const Specialization& s : specs)
-    claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
+    if (!s.aligned) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
 }
 
 }  // namespace
@@ -120,7 +120,13 @@ std::string Specialization::Describe() const {
     if (i) out += ", ";
     out += kernel->constexprs[i].name + "=" + ValueText(kernel->constexprs[i], values[i]);
   }
-  return out;
+  return aligned ? out + "; aligned variant" : out;
+}
+
+std::string Specialization::Stem() const { return aligned ? name + ".aligned" : name; }
+
+int Specialization::Divisibility(const Param& p) const {
+  return p.divisibility_auto && !aligned ? 0 : p.divisibility;
 }
 
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
@@ -138,6 +144,13 @@ std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
     if (out.size() == before) diag.Error(k.loc, "every specialization of kernel '" + k.name + "' is excluded");
   }
   CheckCollisions(pkg, out, diag);
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    if (!out[i].kernel->HasAlignedVariant()) continue;
+    Specialization variant = out[i];
+    variant.aligned = true;
+    variant.fallback = i;
+    out.push_back(std::move(variant));
+  }
   return out;
 }
 

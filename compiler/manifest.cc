@@ -440,18 +440,32 @@ class KernelReader {
       YAML::Node name = FileReader::Get(item, "name");
       YAML::Node type = FileReader::Get(item, "type");
       YAML::Node divisibility = FileReader::Get(item, "divisibility");
-      if (divisibility.IsDefined()) {
-        std::optional<int64_t> d = r_.Integer(divisibility, "divisibility");
-        if (d && *d != 16) r_.Error(divisibility, "divisibility must be 16 (Triton's only divisibility hint)");
-        if (d) p.divisibility = static_cast<int>(*d);
-        p.divisibility_loc = r_.Loc(divisibility);
-      }
+      if (divisibility.IsDefined()) ReadDivisibility(divisibility, p);
       p.name = SpelledIdentifier(name, "param name");
       std::optional<std::string> t = r_.String(type, "param type");
       if (p.name.empty() || !t) continue;
       p.type_text = *t;
       if (!ParseParamType(*t, type, k, p.type)) continue;
+      // Triton hints only integers and pointers (a pointer's hint is its
+      // address: 16-byte aligned).
+      if (p.divisibility && !p.type.is_pointer && (!Info(p.type.scalar).is_integer || p.type.scalar == Scalar::kBool))
+        r_.diag().Error(p.divisibility_loc, "divisibility applies only to pointer and integer params ('" + p.name +
+                                                "' is " + p.type_text + ")");
       k.params.push_back(std::move(p));
+    }
+  }
+
+  // `divisibility: 16` (a promise the launcher enforces) or `auto` (an
+  // aligned variant besides the unhinted one; the launcher picks).
+  void ReadDivisibility(const YAML::Node& node, Param& p) {
+    p.divisibility_loc = r_.Loc(node);
+    if (node.IsScalar() && node.Scalar() == "auto") {
+      p.divisibility = 16;
+      p.divisibility_auto = true;
+    } else if (node.IsScalar() && node.Tag() != "!" && node.Scalar() == "16") {
+      p.divisibility = 16;
+    } else {
+      r_.Error(node, "divisibility must be 16 or auto (16 is Triton's only divisibility hint)");
     }
   }
 

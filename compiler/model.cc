@@ -94,6 +94,10 @@ int64_t Kernel::NumStages(const std::vector<ConstexprValue>& values) const {
   return OptionValue(*this, values, "num_stages", 3);
 }
 
+bool Kernel::HasAlignedVariant() const {
+  return std::any_of(params.begin(), params.end(), [](const Param& p) { return p.divisibility_auto; });
+}
+
 const Constexpr* Kernel::FindConstexpr(const std::string& n) const {
   for (const Constexpr& c : constexprs)
     if (c.name == n) return &c;

@@ -60,6 +60,9 @@ struct Param {
   std::string name;
   ParamType type;
   int divisibility = 0;   // Triton: 16 promises the value (or address) is a multiple of 16
+  // `divisibility: auto` (divisibility is then 16): the hint holds only in
+  // the aligned variant, which the launcher picks when the value allows it.
+  bool divisibility_auto = false;
   SourceLoc divisibility_loc;
   std::string type_text;  // as written, for messages
   SourceLoc loc;
@@ -115,6 +118,10 @@ struct Kernel {
   int64_t NumWarps(const std::vector<ConstexprValue>& values) const;
   // Triton's num_stages: the constexpr of that name in `values`, else 3.
   int64_t NumStages(const std::vector<ConstexprValue>& values) const;
+
+  // Whether each specialization also gets an aligned variant: some param
+  // says `divisibility: auto`.
+  bool HasAlignedVariant() const;
 
   const Constexpr* FindConstexpr(const std::string& name) const;
   const Param* FindParam(const std::string& name) const;

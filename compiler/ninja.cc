@@ -87,7 +87,7 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
     }
     text += "build " + NinjaEscapePath(fatbins.back().output) + ": fatbin " + NinjaEscapePath(request) + " |";
     for (const std::string& image : images) text += " " + NinjaEscapePath(image);
-    text += "\n  name = " + plan.units[begin].spec->name + "\n";
+    text += "\n  name = " + plan.units[begin].spec->Stem() + "\n";
     begin = end;
   }
   if (std::string e = WriteFileIfChanged(ninja_file, text); !e.empty()) {

@@ -12,8 +12,8 @@ FatbinJob MakeFatbinJob(const Plan& plan, size_t begin, size_t end, const std::v
                         const PackOptions& o) {
   const Specialization& s = *plan.units[begin].spec;
   FatbinJob job;
-  job.label = "kernel '" + s.kernel->name + "' specialization " + s.name;
-  job.output = o.work_dir + "/fatbins/" + s.name + ".fatbin";
+  job.label = "kernel '" + s.kernel->name + "' specialization " + s.name + (s.aligned ? " (aligned variant)" : "");
+  job.output = o.work_dir + "/fatbins/" + s.Stem() + ".fatbin";
   job.argv = {o.toolchain.fatbinary, "-64"};
   if (!o.compress_mode.empty()) job.argv.push_back("--compress-mode=" + o.compress_mode);
   // fatbinary compresses only PTX and debug images unless told otherwise,

@@ -121,7 +121,7 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
         u.arch = arch;
         u.triton = true;
         u.source = TritonRequest(s, arch);
-        u.name = s.name + "." + arch.Name();
+        u.name = s.Stem() + "." + arch.Name();  // "k_f16.aligned.sm_90a" for the aligned variant
         u.config_key = Hasher().Add("kpack-triton-config-v1").Add(versions.triton).HexDigest();
         u.key = Hasher().Add("kpack-triton-unit-v1").Add(u.source).Add(versions.triton).HexDigest();
         plan.units.push_back(std::move(u));
@@ -152,6 +152,13 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
     if (k.ptx) add(PtxArch(k), true);
   }
   return plan;
+}
+
+std::string CountUnits(const Plan& plan) {
+  size_t aligned = 0;
+  for (const Unit& u : plan.units) aligned += u.spec->aligned ? 1 : 0;
+  std::string out = std::to_string(plan.units.size()) + " units";
+  return aligned ? out + " (" + std::to_string(aligned) + " of aligned variants)" : out;
 }
 
 }  // namespace kpack

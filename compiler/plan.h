@@ -11,7 +11,7 @@
 namespace kpack {
 
 struct Unit {
-  const Specialization* spec = nullptr;
+  const Specialization* spec = nullptr;  // an aligned variant is a Specialization of its own
   Arch arch;                      // what the cubin is for (see Kernel::BuildArchs)
   bool ptx = false;               // a PTX unit (only when a manifest asks)
   bool triton = false;            // compiled by Triton, not nvcc
@@ -20,7 +20,8 @@ struct Unit {
   std::vector<std::string> flags; // nvcc flags, without input/output paths
   std::string key;                // content key, see MakePlan
   std::string config_key;         // the key without the source: flags, arch, toolkit
-  std::string name;               // "vector_add_f16_b256.sm_90" (".ptx90")
+  std::string name;               // "vector_add_f16_b256.sm_90" (".compute_90"; an aligned
+                                  // variant's "softmax_f16.aligned.sm_90a")
 };
 
 struct Plan {
@@ -51,5 +52,8 @@ struct ToolVersions {
 // result.  `config_key` leaves the source out: with the preprocessed source
 // it forms the cache's second key (unit_cache.h).
 Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions);
+
+// "12 units", or "12 units (6 of aligned variants)", for --perf and -v.
+std::string CountUnits(const Plan& plan);
 
 }  // namespace kpack

@@ -43,7 +43,7 @@ std::string TritonRequest(const Specialization& s, const Arch& arch) {
   llvm::json::Array params;
   for (const Param& p : k.params) {
     llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, p.type)}};
-    if (p.divisibility) param["divisibility"] = p.divisibility;
+    if (int d = s.Divisibility(p)) param["divisibility"] = d;
     params.push_back(std::move(param));
   }
   llvm::json::Object request{{"source", k.source_path},

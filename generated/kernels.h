@@ -337,6 +337,11 @@ kpack_status kernels_cross_entropy_bf16_b1024(kpack_stream stream, const kpack_b
  *
  * Source: ../templates/triton/vector_add.py (Triton entry vector_add), built for sm_80,sm_90a.
  * Launch: grid (cdiv(n, BLOCK)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   x, y and out.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
  */
 
 /* One built combination of vector_add_triton's constexprs. */
@@ -391,6 +396,11 @@ kpack_status kernels_vector_add_triton_bf16_b4096_w4(kpack_stream stream, const 
  *
  * Source: ../templates/triton/giou_loss.py (Triton entry giou_loss_fwd), built for sm_80,sm_90a.
  * Launch: grid (cdiv(num_boxes, BLOCK)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   preds, targets, giou and valid.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
  */
 
 /* One built combination of giou_loss_triton's constexprs. */
@@ -436,6 +446,11 @@ kpack_status kernels_giou_loss_triton_bf16_b512_w4(kpack_stream stream, const kp
  *
  * Source: ../templates/triton/attention_mask_fill.py (Triton entry attention_mask_fill), built for sm_80,sm_90a.
  * Launch: grid (cdiv(max_q_len * max_kv_len, TILE), min(num_requests, 65535)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   mask.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
  */
 
 /* One built combination of attention_mask_fill_triton's constexprs. */
@@ -492,6 +507,11 @@ kpack_status kernels_attention_mask_fill_triton_bf16_nocausal_t4096_w4(kpack_str
  *
  * Source: ../templates/triton/softmax.py (Triton entry softmax), built for sm_80,sm_90a.
  * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   inp, out, cols, in_row_stride and out_row_stride.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
  */
 
 /* One built combination of softmax_triton's constexprs. */
@@ -546,6 +566,11 @@ kpack_status kernels_softmax_triton_bf16_b8192_w16(kpack_stream stream, const kp
  *
  * Source: ../templates/triton/cross_entropy.py (Triton entry cross_entropy_fwd), built for sm_80,sm_90a.
  * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   logits, vocab and row_stride.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
  */
 
 /* One built combination of cross_entropy_triton's constexprs. */
@@ -592,7 +617,8 @@ size_t kernels_num_specializations(void);
 
 /*
  * Describes specialization `index` (0 <= index < kernels_num_specializations()):
- * kernel, name, archs, build mode and fatbin size; all strings static.
+ * kernel, name, archs, build mode and fatbin size (of both variants where a
+ * kernel has aligned variants); all strings static.
  * Returns KPACK_ERROR_INVALID_ARGUMENT for an index out of range or a
  * NULL `info`. Thread-safe.
  */

@@ -1160,8 +1160,10 @@ void bench_softmax_triton(Ctx& ctx) {
                                                                cols, cols);
                                }};
       });
-  // triton_throughput.py: 32768 x 4096 and 4096 x 32768, shape "<rows>x<cols>".
-  const std::pair<int64_t, int64_t> shapes[] = {{32768, 4096}, {4096, 32768}};
+  // triton_throughput.py: 32768 x 4096 and 4096 x 32768, shape "<rows>x<cols>":
+  // cudaMalloc'd rows with strides that are multiples of 16 run the aligned
+  // variant (divisibility: auto); 50257 columns (odd strides) the unhinted build.
+  const std::pair<int64_t, int64_t> shapes[] = {{32768, 4096}, {4096, 32768}, {4096, 50257}};
   std::vector<SoftmaxJob> jobs;
   for (const auto& sh : shapes)
     for (const kpack_dtype t : im.dtypes())
@@ -1293,8 +1295,9 @@ void bench_cross_entropy_triton(Ctx& ctx) {
                                                                           loss, rows, vocab, vocab, ignore);
                                     }};
       });
-  // triton_throughput.py: 16384 x 32000 and 4096 x 128256, shape "<rows>x<vocab>".
-  const std::pair<int64_t, int64_t> shapes[] = {{16384, 32000}, {4096, 128256}};
+  // triton_throughput.py: 16384 x 32000 and 4096 x 128256, shape "<rows>x<vocab>"
+  // (the aligned variant), and the odd GPT-2 vocab 4096 x 50257 (unhinted).
+  const std::pair<int64_t, int64_t> shapes[] = {{16384, 32000}, {4096, 128256}, {4096, 50257}};
   std::vector<CrossEntropyJob> jobs;
   for (const auto& sh : shapes)
     for (const kpack_dtype t : im.dtypes())

@@ -22,8 +22,9 @@ Shapes (the CUDA throughput bench's):
   giou_loss      B = 2^24 boxes
   attention_mask_fill  64 requests, q = kv = 2048, causal, f16 mask
                  (plus q = kv = 2047, whose rows are not 16-byte aligned)
-  softmax        32768 x 4096 and 4096 x 32768
-  cross_entropy  16384 x 32000 and 4096 x 128256
+  softmax        32768 x 4096 and 4096 x 32768 (strides multiples of 16),
+                 4096 x 50257 (odd: the JIT, and kpack, run unhinted code)
+  cross_entropy  16384 x 32000 and 4096 x 128256, 4096 x 50257 (odd)
 
 bytes = the minimal bytes moved: every input read once, every output written
 once.  tbps = bytes / time / 1e12.
@@ -76,11 +77,12 @@ def mask_configs(dt):
 def softmax_configs(dt, cols):
     if cols <= 8192:
         return [(f"BLOCK={cols},w{w}", {"BLOCK": cols}, w) for w in (8, 4, 16)]
-    # Long rows: the whole row in registers (BLOCK = cols) or the two-pass
-    # chunked path (BLOCK < cols).
+    # Long rows: the whole row in registers (BLOCK = cols rounded up to a
+    # power of two, as tl.arange needs) or the two-pass chunked path (BLOCK < cols).
+    whole = 1 << (cols - 1).bit_length()
     return [
-        (f"BLOCK={cols},w32", {"BLOCK": cols}, 32),
-        (f"BLOCK={cols},w16", {"BLOCK": cols}, 16),
+        (f"BLOCK={whole},w32", {"BLOCK": whole}, 32),
+        (f"BLOCK={whole},w16", {"BLOCK": whole}, 16),
         ("BLOCK=8192,w16 (2-pass)", {"BLOCK": 8192}, 16),
         ("BLOCK=8192,w8 (2-pass)", {"BLOCK": 8192}, 8),
         ("BLOCK=4096,w8 (2-pass)", {"BLOCK": 4096}, 8),
@@ -616,9 +618,11 @@ def main():
         if "softmax" in kernels:
             plan.append(("softmax", dt, lambda dt=dt: b.softmax(dt, 32768, 4096)))
             plan.append(("softmax", dt, lambda dt=dt: b.softmax(dt, 4096, 32768)))
+            plan.append(("softmax", dt, lambda dt=dt: b.softmax(dt, 4096, 50257)))
         if "cross_entropy" in kernels:
             plan.append(("cross_entropy", dt, lambda dt=dt: b.cross_entropy(dt, 16384, 32000)))
             plan.append(("cross_entropy", dt, lambda dt=dt: b.cross_entropy(dt, 4096, 128256)))
+            plan.append(("cross_entropy", dt, lambda dt=dt: b.cross_entropy(dt, 4096, 50257)))
     for name, dt, fn in plan:
         try:
             fn()

@@ -45,11 +45,12 @@ kpack::Kernel MixedParams() {
 }
 
 std::string Check(const kpack::Kernel& k, const std::string& cubin, const std::string& symbol, kpack::Arch arch,
-                  kpack::UnitFacts* facts_out = nullptr) {
+                  kpack::UnitFacts* facts_out = nullptr, bool aligned = false) {
   kpack::Specialization s;
   s.kernel = &k;
   s.name = "mixed_x";
   s.symbol = symbol;
+  s.aligned = aligned;
   kpack::Plan plan;
   kpack::Unit u;
   u.spec = &s;
@@ -89,6 +90,15 @@ TEST_CASE("a parameter the cubin lays out differently is an error at its manifes
   CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90) ==
         "k.yaml:8:5: error: specialization mixed_x (sm_90): parameter 'n' (i64) is at offset 8, size 4 in the "
         "cubin, but the launcher passes offset 8, size 8\n");
+}
+
+TEST_CASE("an aligned variant's cubin is checked like any other and named as the variant") {
+  kpack::Kernel k = MixedParams();
+  CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90, nullptr, true) == "");
+  k.params[1] = MakeParam("n", "i64", kpack::Scalar::kI64, false, 8);
+  CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90, nullptr, true) ==
+        "k.yaml:8:5: error: specialization mixed_x (aligned variant, sm_90): parameter 'n' (i64) is at offset 8, "
+        "size 4 in the cubin, but the launcher passes offset 8, size 8\n");
 }
 
 TEST_CASE("a missing parameter is an error at params") {

@@ -2,6 +2,7 @@
 // with the exact message users will see.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 
 #include "test_util.h"
@@ -230,12 +231,54 @@ TEST_CASE("Triton kernels: Triton decides block and shared memory; .py sources; 
         "k.yaml:3:9: error: a Triton kernel's source must be a .py file\n");
   CHECK(errors(Replace(triton, "type: i64}", "type: i64, divisibility: 16}")) == "");
   CHECK(errors(Replace(triton, "type: i64}", "type: i64, divisibility: 8}")) ==
-        "k.yaml:12:40: error: divisibility must be 16 (Triton's only divisibility hint)\n");
+        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
   CHECK(errors(Replace(kKernel, "type: i64}", "type: i64, divisibility: 16}")) ==
+        "k.yaml:11:40: error: divisibility hints apply to Triton kernels only\n");
+  CHECK(errors(Replace(kKernel, "type: i64}", "type: i64, divisibility: auto}")) ==
         "k.yaml:11:40: error: divisibility hints apply to Triton kernels only\n");
   CHECK(errors(Replace(triton, "{name: BLOCK, type: int, values: [128, 256], tag: b}",
                        "{name: num_warps, type: int, values: [4, 6]}")) ==
         "k.yaml:7:46: error: num_warps must be a power of two from 1 to 32\n"
         "k.yaml:14:18: error: unknown name 'BLOCK' in expression\n");
   CHECK(errors(Replace(kKernel, "  block: [BLOCK]\n", "")) == "k.yaml:13:3: error: launch is missing required key 'block'\n");
+}
+
+TEST_CASE("divisibility: auto marks params for the aligned variant; bad values are errors") {
+  ScratchDir dir;
+  dir.Write("package.yaml", kPackage);
+  dir.Write("va.py", "");
+  auto load = [&](const std::string& kernel, std::optional<kpack::Package>* pkg = nullptr) {
+    dir.Write("k.yaml", kernel);
+    kpack::Diagnostics diag;
+    auto loaded = kpack::LoadPackage("package.yaml", {}, diag);
+    if (pkg) *pkg = std::move(loaded);
+    return diag.Text();
+  };
+  std::string triton = Replace(Replace(kKernel, "source: va.cuh", "language: triton\nsource: va.py"),
+                               "  block: [BLOCK]\n", "");
+  std::optional<kpack::Package> pkg;
+  CHECK(load(Replace(Replace(triton, "type: i64}", "type: i64, divisibility: auto}"), "{name: x, type: const T*}",
+                     "{name: x, type: const T*, divisibility: auto}"),
+             &pkg) == "");
+  REQUIRE(pkg);
+  const kpack::Kernel& k = pkg->kernels[0];
+  CHECK(k.HasAlignedVariant());
+  CHECK(k.params[0].divisibility == 16);
+  CHECK(k.params[0].divisibility_auto);
+  CHECK(k.params[1].divisibility == 0);
+  CHECK_FALSE(k.params[1].divisibility_auto);
+  CHECK(k.params[3].divisibility_auto);
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: 16}"), &pkg) == "");
+  CHECK_FALSE(pkg->kernels[0].HasAlignedVariant());
+  CHECK_FALSE(pkg->kernels[0].params[3].divisibility_auto);
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: automatic}")) ==
+        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: \"16\"}")) ==
+        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: [auto]}")) ==
+        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+  CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: f32, divisibility: auto}")) ==
+        "k.yaml:12:40: error: divisibility applies only to pointer and integer params ('n' is f32)\n");
+  CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: bool, divisibility: 16}")) ==
+        "k.yaml:12:41: error: divisibility applies only to pointer and integer params ('n' is bool)\n");
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end for Triton kernels through the real kpack, Python and Triton:
-# a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU; the manifest
+# a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU, with aligned
+# variants where params say divisibility: auto; the manifest
 # and the kernel must agree on constexprs and params; Triton's own errors
 # and a missing Python are reported against the manifest; no partial outputs.
 set -u
@@ -69,6 +70,32 @@ else
 fi
 build
 grep -q '4 units: 0 compiled, 4 from cache' log && pass "rebuild comes from the cache" || { fail "cache"; cat log; }
+
+# 1b. divisibility: auto: every specialization also builds an aligned
+# variant, hinted in Triton's request, checked, packed and embedded beside
+# the unhinted build, and the launcher picks it by the values.
+sed -i 's/divisibility: 16}/divisibility: auto}/; s/{name: n, type: i32}/{name: n, type: i32, divisibility: auto}/' m/add.yaml
+u=work/units/add_f16_b1024_w4
+if build && grep -q '8 units (4 of aligned variants): 8 compiled, 0 from cache' log \
+   && grep -q '"divisibility":16,"name":"x"' $u.aligned.sm_80.json && ! grep -q divisibility $u.sm_80.json \
+   && grep -q '"divisibility":16,"name":"y"' $u.aligned.sm_90a.json && grep -q '"divisibility":16,"name":"n"' $u.aligned.sm_90a.json \
+   && [ -s work/fatbins/add_f16_b1024_w4.aligned.sm_80.cubin ] \
+   && ! cmp -s work/fatbins/add_f16_b1024_w4.aligned.sm_80.cubin work/fatbins/add_f16_b1024_w4.sm_80.cubin \
+   && grep -q '\.incbin "work/fatbins/add_f16_b1024_w8.aligned.fatbin"' out/tk.S \
+   && grep -q 'const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)y | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0;' out/tk.c \
+   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_2 : &kpack_spec_0), stream' out/tk.c \
+   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_3 : &kpack_spec_1), stream' out/tk.c \
+   && grep -q '"add_f16_b1024_w4 (aligned variant)"' out/tk.c \
+   && grep -q 'size_t tk_num_specializations(void) { return 2; }' out/tk.c \
+   && ! grep -q 'must be 16-byte aligned' out/tk.c; then
+  pass "divisibility: auto builds, checks and embeds an aligned variant per specialization; the launcher picks"
+else
+  fail "aligned variants"; cat log; ls work/units work/fatbins; cat out/tk.c 2>/dev/null | sed -n '/^kpack_status tk_add_f16_b1024_w4(/,/^}/p'
+fi
+build
+grep -q '8 units (4 of aligned variants): 0 compiled, 8 from cache' log && pass "aligned variants come from the cache" \
+  || { fail "aligned variants cache"; cat log; }
+write_package
 
 # 2. A manifest constexpr the kernel lacks.
 sed -i 's/{name: BLOCK, type: int, values: \[1024\], tag: b}/{name: BLOCK, type: int, values: [1024], tag: b}\n  - {name: EXTRA, type: int, values: [1]}/' m/add.yaml

@@ -42,6 +42,16 @@ Anything else is a failure.
 Launches with an empty grid (n = 0, rows = 0, no requests) must return
 KPACK_SUCCESS and write nothing.
 
+Aligned variants (`divisibility: auto` in the manifest): the launcher runs
+the aligned variant when every auto value is a multiple of 16 (pointers
+16-byte aligned), else the unhinted build.  Each case line says which one
+the values select ("[aligned variant]" / "[unhinted]"); the JIT makes the
+same choice for those params, so the bits must match either way.  Every
+specialization with auto params must have cases for both variants (strides
+that are multiples of 16, and odd ones like 50257 or misaligned pointers),
+and the first launch of each variant must load exactly one more library
+(kpack_get_load_counts): the variants are separate and loaded lazily.
+
 Output: one PASS/FAIL line per specialization and size, then
 "N passed, M failed".  Exit 0 when all pass, 1 on any failure, 77 (Meson's
 "skipped") without torch, triton, pyyaml or a CUDA device.
@@ -108,7 +118,9 @@ class Param:
     def __init__(self, name, type_text, divisibility):
         self.name = name
         self.type_text = type_text
-        self.divisibility = divisibility
+        # 16 for `divisibility: 16` and `auto`; auto: hinted only in the aligned variant.
+        self.auto = divisibility == "auto"
+        self.divisibility = 16 if divisibility in (16, "auto") else 0
         m = re.match(r"^\s*(const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\*)?\s*$", type_text)
         if not m:
             raise ParityError("cannot parse param type '%s' of '%s'" % (type_text, name))
@@ -243,6 +255,14 @@ class Spec:
     def triton_type(self, param):
         scalar = self.dtype_of(param.base)
         return ("*" if param.is_pointer else "") + SCALARS[scalar][2]
+
+    @property
+    def has_variant(self):
+        return any(p.auto for p in self.kernel.params)
+
+    def hinted(self, param, aligned):
+        """Whether the build of this variant hints `param` (kpack's Specialization::Divisibility)."""
+        return param.divisibility == 16 and (aligned or not param.auto)
 
 
 def expand(package, kernel):
@@ -452,9 +472,10 @@ def jit_function(kernel):
 _aot_cache = {}
 
 
-def aot_compile(spec, arch):
-    """The specialization compiled exactly as compiler/triton_helper.py does for kpack."""
-    key = (spec.name, arch)
+def aot_compile(spec, arch, aligned=False):
+    """The specialization (its aligned variant if `aligned`) compiled exactly as
+    compiler/triton_helper.py does for kpack."""
+    key = (spec.name, arch, aligned)
     if key not in _aot_cache:
         import triton
         from triton.backends.compiler import GPUTarget
@@ -468,7 +489,7 @@ def aot_compile(spec, arch):
             if param is None:
                 raise ParityError("%s: kernel parameter '%s' is not in the manifest" % (spec.name, p.name))
             signature[p.name] = spec.triton_type(param)
-            if param.divisibility == 16:
+            if spec.hinted(param, aligned):
                 attrs[(index,)] = [["tt.divisibility", 16]]
         target = GPUTarget("cuda", arch, 32)
         backend = triton.compiler.make_backend(target)
@@ -500,7 +521,7 @@ def sass_text(compiled):
     return elf_section(compiled.asm["cubin"], ".text." + compiled.name)
 
 
-def describe_specialization(jit_kernel, spec):
+def describe_specialization(jit_kernel, spec, aligned):
     """How the JIT's specialization differs from the AOT build's, per runtime param."""
     try:
         src = jit_kernel.src
@@ -510,7 +531,7 @@ def describe_specialization(jit_kernel, spec):
             param = spec.kernel.param(name)
             if param is None:
                 continue
-            aot = spec.triton_type(param) + ("/div16" if param.divisibility == 16 else "")
+            aot = spec.triton_type(param) + ("/div16" if spec.hinted(param, aligned) else "")
             if (index,) in src.constants and src.signature[name] == "constexpr":
                 jit = "constexpr=%r" % (src.constants[(index,)],)
             else:
@@ -594,6 +615,16 @@ class Kinds:
                 want = (x.double() + y.double()).to(T)
                 return close_report(t, "out", outs["out"], want, rtol_of(spec.dtype), 1e-30)
             cases.append(Case("n=%d" % n, {"n": n}, {"x": x, "y": y}, {"out": (n, T, 0)}, check))
+        # A slice one element in: x is not 16-byte aligned (the unhinted build).
+        n = 100003
+        x = self.uniform(n + 1, -4, 4).to(T)[1:]
+        y = self.uniform(n, -4, 4).to(T)
+
+        def check(outs, x=x, y=y):
+            want = (x.double() + y.double()).to(T)
+            return close_report(t, "out", outs["out"], want, rtol_of(spec.dtype), 1e-30)
+        cases.append(Case("n=%d, x off 16-byte alignment" % n, {"n": n}, {"x": x, "y": y}, {"out": (n, T, 0)},
+                          check))
         e = t.zeros(16, dtype=T, device=DEVICE)
         cases.append(Case("n=0", {"n": 0}, {"x": e, "y": e}, {"out": (16, T, 0)}, None, zero=True))
         return cases
@@ -602,7 +633,8 @@ class Kinds:
     def giou_loss_fwd(self, spec):
         t, T = self.torch, self.tdtype(spec.dtype)
         cases = []
-        for n in (1, 1001, (1 << 20) + 1):
+        # (boxes, element offset of `valid`): offset 1 is off 16-byte alignment.
+        for n, valid_offset in ((1, 0), (1001, 0), (1001, 1), ((1 << 20) + 1, 0)):
             u = lambda *shape: self.uniform(shape, 0, 1)
             l, top = u(n) * 120 - 20, u(n) * 120 - 20
             tgt = t.stack([l, top, l + 0.5 + 59.5 * u(n), top + 0.5 + 59.5 * u(n)], 1)
@@ -639,8 +671,9 @@ class Kinds:
                 # giou is in [-1, 1]: the tolerance is relative to max(1, |giou|) (gpu_test.cc).
                 e2, summary = close_report(t, "giou", outs["giou"], want_g, rtol_of(spec.dtype), rtol_of(spec.dtype))
                 return errors + e2, summary + ", valid exact"
-            cases.append(Case("boxes=%d" % n, {"num_boxes": n}, {"preds": preds, "targets": targets},
-                              {"giou": (n, T, 0), "valid": (n, t.uint8, 0)}, check))
+            cases.append(Case("boxes=%d%s" % (n, ", valid off 16-byte alignment" if valid_offset else ""),
+                              {"num_boxes": n}, {"preds": preds, "targets": targets},
+                              {"giou": (n, T, 0), "valid": (n, t.uint8, valid_offset)}, check))
         e = t.zeros(64, dtype=T, device=DEVICE)
         cases.append(Case("boxes=0", {"num_boxes": 0}, {"preds": e, "targets": e},
                           {"giou": (16, T, 0), "valid": (16, t.uint8, 0)}, None, zero=True))
@@ -711,8 +744,12 @@ class Kinds:
     def softmax(self, spec):
         t, T = self.torch, self.tdtype(spec.dtype)
         cases = []
-        for rows, cols, in_pad, out_pad, neg_inf in ((1, 1, 0, 0, 0.0), (37, 1000, 3, 1, 0.3),
-                                                     (160, 8192, 0, 0, 0.0), (3, 20011, 2, 5, 0.0)):
+        # Aligned strides (multiples of 16) and odd ones, e.g. a vocab of 50257;
+        # out_off shifts `out` off 16-byte alignment with aligned strides.
+        for rows, cols, in_pad, out_pad, neg_inf, out_off in (
+                (1, 1, 0, 0, 0.0, 0), (37, 1000, 3, 1, 0.3, 0), (160, 8192, 0, 0, 0.0, 0),
+                (3, 20011, 2, 5, 0.0, 0), (33, 1008, 16, 0, 0.1, 0), (4, 50257, 0, 0, 0.0, 0),
+                (16, 4096, 0, 0, 0.0, 1)):
             sin, sout = cols + in_pad, cols + out_pad
             x = self.uniform((rows, sin), -8, 8)
             if neg_inf > 0:
@@ -738,9 +775,10 @@ class Kinds:
                     errors.append("wrote %d padding elements between output rows, first out[%d, %d]"
                                   % (touched.numel(), j // sout, j % sout))
                 return errors, summary
-            label = "rows=%d cols=%d strides=(%d,%d)%s" % (rows, cols, sin, sout, " with -inf" if neg_inf else "")
+            label = "rows=%d cols=%d strides=(%d,%d)%s%s" % (rows, cols, sin, sout, " with -inf" if neg_inf else "",
+                                                             ", out off 16-byte alignment" if out_off else "")
             cases.append(Case(label, {"rows": rows, "cols": cols, "in_row_stride": sin, "out_row_stride": sout},
-                              {"inp": inp}, {"out": (nout, T, 0)}, check))
+                              {"inp": inp}, {"out": (nout, T, out_off)}, check))
         e = t.zeros(1000, dtype=T, device=DEVICE)
         cases.append(Case("rows=0", {"rows": 0, "cols": 1000, "in_row_stride": 1000, "out_row_stride": 1000},
                           {"inp": e}, {"out": (1000, T, 0)}, None, zero=True))
@@ -751,7 +789,9 @@ class Kinds:
         t, T = self.torch, self.tdtype(spec.dtype)
         ignore_index = -100
         cases = []
-        for rows, vocab, pad in ((1, 1, 0), (7, 1000, 3), (9, 128256, 5), (40, 32000, 0)):
+        # Aligned vocab and stride (32000, 4096 + 16) and odd ones (50257, 128256 + 5).
+        for rows, vocab, pad in ((1, 1, 0), (7, 1000, 3), (9, 128256, 5), (40, 32000, 0), (6, 50257, 0),
+                                 (8, 4096, 16)):
             stride = vocab + pad
             n = (rows - 1) * stride + vocab
             logits = self.uniform(n, -8, 8).to(T)
@@ -786,6 +826,36 @@ class Runner:
         self.passed = self.failed = 0
         self.sass_differs = []
         self.cc = None
+        self.loaded = set()      # (spec name, aligned) launched through kpack so far
+        self.variants = {}       # spec name -> set of variants its cases ran
+        self.load_counts = lib.lib.kpack_get_load_counts
+        self.load_counts.restype = None
+        self.load_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]
+
+    def libraries_loaded(self):
+        n = ctypes.c_uint64(0)
+        self.load_counts(ctypes.byref(n), None)
+        return n.value
+
+    def variant_of(self, spec, case, outs):
+        """True when the launcher will run the aligned variant (the JIT's test)."""
+        if not spec.has_variant:
+            return False
+        for p in spec.kernel.params:
+            if not p.auto:
+                continue
+            if p.is_pointer:
+                tensor = case.inputs[p.name] if p.name in case.inputs else outs[p.name][1]
+                value = tensor.data_ptr()
+            else:
+                value = case.scalars[p.name]
+            if value % 16 != 0:
+                return False
+        return True
+
+    def case_name(self, spec, case, aligned):
+        variant = (" [aligned variant]" if aligned else " [unhinted]") if spec.has_variant else ""
+        return "%s %s%s" % (spec.name, case.label, variant)
 
     def report(self, ok, name, message):
         if ok:
@@ -914,13 +984,24 @@ class Runner:
         return errors + ["%s %s" % (who, e) for e in e2], summary
 
     def run_case(self, spec, fn, case):
-        name = "%s %s" % (spec.name, case.label)
         grid = grid_of(spec, case.scalars)
         out_k = self.alloc_outputs(case)
+        aligned = self.variant_of(spec, case, out_k)
+        name = self.case_name(spec, case, aligned)
+        self.variants.setdefault(spec.name, set()).add(aligned)
         self.sync("before %s" % spec.launcher)
+        before = self.libraries_loaded()
         err = self.launch_kpack(spec, fn, case, out_k)
         if err:
             self.report(False, name, err)
+            return
+        # Lazy and separate: the first launch of a variant loads one library, later ones none.
+        first = (spec.name, aligned) not in self.loaded
+        self.loaded.add((spec.name, aligned))
+        loaded = self.libraries_loaded() - before
+        if loaded != (1 if first else 0):
+            self.report(False, name, "the launch loaded %d libraries; the %s launch of this variant should "
+                        "load %d" % (loaded, "first" if first else "a later", 1 if first else 0))
             return
         out_j = self.alloc_outputs(case)
         self.sync("before the Triton JIT launch")
@@ -940,7 +1021,7 @@ class Runner:
             return
 
         # The bits differ: find out whether the JIT compiled different code.
-        verdict = self.diagnose(spec, case, grid, out_k, jit_kernel)
+        verdict = self.diagnose(spec, case, grid, out_k, jit_kernel, aligned)
         j_errors, _ = self.check_result(case, out_j, "Triton JIT")
         message = "bits differ from the Triton JIT (%s); %s" % (self.fmt_diffs(case, diffs), verdict["text"])
         if verdict["sass_differs"] and not errors and not j_errors:
@@ -950,15 +1031,15 @@ class Runner:
         else:
             self.report(False, name, "; ".join([message] + errors + j_errors))
 
-    def diagnose(self, spec, case, grid, out_k, jit_kernel):
+    def diagnose(self, spec, case, grid, out_k, jit_kernel, aligned):
         try:
             if self.cc is None:
                 major, minor = self.torch.cuda.get_device_capability()
                 self.cc = major * 10 + minor
-            compiled = aot_compile(spec, self.cc)
+            compiled = aot_compile(spec, self.cc, aligned)
             aot_text = sass_text(compiled)
             jit_text = sass_text(jit_kernel)
-            specialization = describe_specialization(jit_kernel, spec)
+            specialization = describe_specialization(jit_kernel, spec, aligned)
             if aot_text not in self.lib.file_bytes:
                 return {"sass_differs": False,
                         "text": "cannot attribute it: compiling %s as kpack did does not reproduce the SASS in %s "
@@ -1013,6 +1094,10 @@ class Runner:
                     raise Fatal("%s %s: %s" % (spec.name, case.label, e))
                 self.report(False, "%s %s" % (spec.name, case.label),
                             "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc().rstrip()))
+        seen = self.variants.get(spec.name, set())
+        if spec.has_variant and seen != {True, False}:
+            self.report(False, spec.name, "the cases ran only the %s build; add cases for the other variant"
+                        % ("aligned" if True in seen else "unhinted"))
 
 
 def list_mode(args, package, lib, specs, failures):
@@ -1047,12 +1132,14 @@ def check_aot(spec, info, lib):
     problems = []
     for arch in info["archs"].split(","):
         m = re.match(r"sm_(\d+)", arch)
-        try:
-            text = sass_text(aot_compile(spec, int(m.group(1))))
-            if text not in lib.file_bytes:
-                problems.append("%s: the SASS of kpack's compile request is not in %s" % (arch, lib.path))
-        except Exception as e:
-            problems.append("%s: %s: %s" % (arch, type(e).__name__, e))
+        for aligned in ((False, True) if spec.has_variant else (False,)):
+            what = arch + (" (aligned variant)" if aligned else "")
+            try:
+                text = sass_text(aot_compile(spec, int(m.group(1)), aligned))
+                if text not in lib.file_bytes:
+                    problems.append("%s: the SASS of kpack's compile request is not in %s" % (what, lib.path))
+            except Exception as e:
+                problems.append("%s: %s: %s" % (what, type(e).__name__, e))
     return problems
 
 

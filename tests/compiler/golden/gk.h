@@ -108,14 +108,60 @@ kpack_status gk_mask_causal_t16(kpack_stream stream, uint8_t *out, int32_t q_len
 kpack_status gk_mask_nocausal_t16(kpack_stream stream, uint8_t *out, int32_t q_len);
 
 
+/* ==== rows ==============================================================
+ *
+ * A Triton kernel with aligned variants.
+ *
+ * Source: tri.py (Triton entry scale_rows), built for sm_80,sm_90a.
+ * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   x, out and stride.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
+ */
+
+/* One built combination of rows's constexprs. */
+typedef struct gk_rows_config {
+  kpack_dtype T;
+  int BLOCK;
+} gk_rows_config;
+
+/* The number of built specializations of rows. */
+#define GK_ROWS_NUM_CONFIGS 2
+
+/* Every built combination, in manifest order; pass one to gk_rows(). */
+extern const gk_rows_config gk_rows_configs[GK_ROWS_NUM_CONFIGS];
+
+/*
+ * Launches rows with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F16, KPACK_DTYPE_F32.
+ * BLOCK: one of 1024.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (2 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status gk_rows(kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, void *out, const float *bias, int32_t rows, int64_t stride);
+
+/* rows with T=f16, BLOCK=1024; SASS for sm_80,sm_90a. */
+kpack_status gk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f16 *out, const float *bias, int32_t rows, int64_t stride);
+
+/* rows with T=f32, BLOCK=1024; SASS for sm_80,sm_90a. */
+kpack_status gk_rows_f32_b1024(kpack_stream stream, const float *x, float *out, const float *bias, int32_t rows, int64_t stride);
+
+
 /* ==== package ========================================================== */
 
-/* Returns the number of specializations in the package (5). Never fails. */
+/* Returns the number of specializations in the package (7). Never fails. */
 size_t gk_num_specializations(void);
 
 /*
  * Describes specialization `index` (0 <= index < gk_num_specializations()):
- * kernel, name, archs, build mode and fatbin size; all strings static.
+ * kernel, name, archs, build mode and fatbin size (of both variants where a
+ * kernel has aligned variants); all strings static.
  * Returns KPACK_ERROR_INVALID_ARGUMENT for an index out of range or a
  * NULL `info`. Thread-safe.
  */

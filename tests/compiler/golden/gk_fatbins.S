@@ -32,6 +32,22 @@ kpack_gk_blob_3_end:
 kpack_gk_blob_4:  /* blake3 35747cb89fe70fab552a0c01c20e66abb2ac772de138e670b619dc58b4dd7587 */
   .incbin "work/fatbins/mask_nocausal_t16.fatbin"
 kpack_gk_blob_4_end:
+  .balign 64
+kpack_gk_blob_5:  /* blake3 6865dab5ee9bb5b8966104ed506678b08a071abe9b371a0998a7a0fe07a10391 */
+  .incbin "work/fatbins/rows_f16_b1024.fatbin"
+kpack_gk_blob_5_end:
+  .balign 64
+kpack_gk_blob_6:  /* blake3 7a5dc0742e7cd6b8cd523c2cc7f45f47627adbd1e02d4bd0b4aff37987900d09 */
+  .incbin "work/fatbins/rows_f32_b1024.fatbin"
+kpack_gk_blob_6_end:
+  .balign 64
+kpack_gk_blob_7:  /* blake3 4fbe7e4876bc8d9003d2c00c4c76495800cf329987c4fa1f01b1396f05068c82 */
+  .incbin "work/fatbins/rows_f16_b1024.aligned.fatbin"
+kpack_gk_blob_7_end:
+  .balign 64
+kpack_gk_blob_8:  /* blake3 310b5dd607ae6a6788144d71ece1df17f05036ac33fc63236407408db83c8476 */
+  .incbin "work/fatbins/rows_f32_b1024.aligned.fatbin"
+kpack_gk_blob_8_end:
 
   .section .data.rel.ro.kpack_gk,"aw",%progbits
   .balign 8
@@ -43,5 +59,9 @@ gk_kpack_blobs:
   .quad kpack_gk_blob_2, kpack_gk_blob_2_end - kpack_gk_blob_2
   .quad kpack_gk_blob_3, kpack_gk_blob_3_end - kpack_gk_blob_3
   .quad kpack_gk_blob_4, kpack_gk_blob_4_end - kpack_gk_blob_4
+  .quad kpack_gk_blob_5, kpack_gk_blob_5_end - kpack_gk_blob_5
+  .quad kpack_gk_blob_6, kpack_gk_blob_6_end - kpack_gk_blob_6
+  .quad kpack_gk_blob_7, kpack_gk_blob_7_end - kpack_gk_blob_7
+  .quad kpack_gk_blob_8, kpack_gk_blob_8_end - kpack_gk_blob_8
 
   .section .note.GNU-stack,"",%progbits

@@ -59,6 +59,7 @@ extern const kpack_blob gk_kpack_blobs[];
 static const uint32_t kpack_archs_0[] = {80, 90};  /* sm_80,sm_90 */
 static const uint32_t kpack_archs_1[] = {90 | KPACK_ARCH_SPECIFIC};  /* sm_90a */
 static const uint32_t kpack_archs_2[] = {90};  /* sm_90 */
+static const uint32_t kpack_archs_3[] = {80, 90 | KPACK_ARCH_SPECIFIC};  /* sm_80,sm_90a */
 
 static kpack_kernel_state kpack_state_0;
 static const kpack_kernel kpack_spec_0 = {
@@ -94,6 +95,34 @@ static const kpack_kernel kpack_spec_4 = {
     "kpack_gk_mask_nocausal_t16", &gk_kpack_blobs[4],
     kpack_archs_1, 1, kpack_archs_2, 1,
     "sm_90a", "compute_90", "release", &kpack_state_4};
+
+static kpack_kernel_state kpack_state_5;
+static const kpack_kernel kpack_spec_5 = {
+    1, "golden", "rows", "rows_f16_b1024",
+    "scale_rows", &gk_kpack_blobs[5],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_5};
+
+static kpack_kernel_state kpack_state_6;
+static const kpack_kernel kpack_spec_6 = {
+    1, "golden", "rows", "rows_f32_b1024",
+    "scale_rows", &gk_kpack_blobs[6],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_6};
+
+static kpack_kernel_state kpack_state_7;
+static const kpack_kernel kpack_spec_7 = {
+    1, "golden", "rows", "rows_f16_b1024 (aligned variant)",
+    "scale_rows", &gk_kpack_blobs[7],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_7};
+
+static kpack_kernel_state kpack_state_8;
+static const kpack_kernel kpack_spec_8 = {
+    1, "golden", "rows", "rows_f32_b1024 (aligned variant)",
+    "scale_rows", &gk_kpack_blobs[8],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_8};
 
 const gk_scale_config gk_scale_configs[GK_SCALE_NUM_CONFIGS] = {
     {KPACK_DTYPE_F32, 128},
@@ -231,18 +260,104 @@ kpack_status gk_mask(kpack_stream stream, int CAUSAL, int TILE, uint8_t *out, in
   }
 }
 
-static const kpack_kernel *const kpack_all_[5] = {
+const gk_rows_config gk_rows_configs[GK_ROWS_NUM_CONFIGS] = {
+    {KPACK_DTYPE_F16, 1024},
+    {KPACK_DTYPE_F32, 1024},
+};
+
+kpack_status gk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f16 *out, const float *bias, int32_t rows, int64_t stride) {
+  void *kpack_scratch[2] = {NULL};
+  if ((uintptr_t)bias % 16 != 0)
+    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "%s: bias must be 16-byte aligned (divisibility: 16 in the manifest)", "rows_f16_b1024");
+  /* The aligned variant when every divisibility: auto param (x, out and stride) is a multiple of 16. */
+  const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)stride) & 15) == 0;
+  int kpack_bad = 0;
+  const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
+  const int64_t kpack_block[3] = {128, 1, 1};
+  const int64_t kpack_smem = 0;
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (void *)&stride, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  kpack_status kpack_st = kpack_check_geometry_("rows_f16_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
+  if (kpack_st != KPACK_SUCCESS) return kpack_st;
+  return kpack_launch((kpack_aligned ? &kpack_spec_7 : &kpack_spec_5), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
+                      (uint32_t)kpack_smem, kpack_args);
+}
+
+kpack_status gk_rows_f32_b1024(kpack_stream stream, const float *x, float *out, const float *bias, int32_t rows, int64_t stride) {
+  void *kpack_scratch[2] = {NULL};
+  if ((uintptr_t)bias % 16 != 0)
+    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "%s: bias must be 16-byte aligned (divisibility: 16 in the manifest)", "rows_f32_b1024");
+  /* The aligned variant when every divisibility: auto param (x, out and stride) is a multiple of 16. */
+  const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)stride) & 15) == 0;
+  int kpack_bad = 0;
+  const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
+  const int64_t kpack_block[3] = {128, 1, 1};
+  const int64_t kpack_smem = (kpack_aligned ? 2048 : 512);
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (void *)&stride, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  kpack_status kpack_st = kpack_check_geometry_("rows_f32_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
+  if (kpack_st != KPACK_SUCCESS) return kpack_st;
+  return kpack_launch((kpack_aligned ? &kpack_spec_8 : &kpack_spec_6), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
+                      (uint32_t)kpack_smem, kpack_args);
+}
+
+kpack_status gk_rows(kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, void *out, const float *bias, int32_t rows, int64_t stride) {
+  switch (T) {
+    case KPACK_DTYPE_F16:
+      switch (BLOCK) {
+        case 1024:
+          return gk_rows_f16_b1024(stream, (const kpack_f16 *)x, (kpack_f16 *)out, bias, rows, stride);
+        default:
+          break;
+      }
+      break;
+    case KPACK_DTYPE_F32:
+      switch (BLOCK) {
+        case 1024:
+          return gk_rows_f32_b1024(stream, (const float *)x, (float *)out, bias, rows, stride);
+        default:
+          break;
+      }
+      break;
+    default:
+      break;
+  }
+  {
+    static const char *const kpack_names[2] = {"T", "BLOCK"};
+    static const int kpack_kinds[2] = {KPACK_CONSTEXPR_DTYPE, KPACK_CONSTEXPR_INT};
+    const int64_t kpack_values[2] = {(int64_t)T, (int64_t)BLOCK};
+    return kpack_fail_no_specialization("rows", "T=f16 BLOCK=1024, T=f32 BLOCK=1024", 2, kpack_names, kpack_kinds, kpack_values);
+  }
+}
+
+static const kpack_kernel *const kpack_all_[7] = {
     &kpack_spec_0,
     &kpack_spec_1,
     &kpack_spec_2,
     &kpack_spec_3,
     &kpack_spec_4,
+    &kpack_spec_5,
+    &kpack_spec_6,
 };
 
-size_t gk_num_specializations(void) { return 5; }
+/* The aligned variant of each, NULL where none. */
+static const kpack_kernel *const kpack_aligned_[7] = {
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    &kpack_spec_7,
+    &kpack_spec_8,
+};
+
+size_t gk_num_specializations(void) { return 7; }
 
 kpack_status gk_specialization_info(size_t index, kpack_spec_info *info) {
-  if (index >= 5)
-    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "gk_specialization_info: index %zu >= 5", index);
-  return kpack_describe(kpack_all_[index], info);
+  if (index >= 7)
+    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "gk_specialization_info: index %zu >= 7", index);
+  kpack_status kpack_st = kpack_describe(kpack_all_[index], info);
+  if (kpack_st == KPACK_SUCCESS && kpack_aligned_[index] != NULL)
+    info->fatbin_size += kpack_aligned_[index]->fatbin->size;
+  return kpack_st;
 }

@@ -1,0 +1,135 @@
+#include "codegen_text.h"
+
+namespace kpack::codegen {
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A C string literal.  Manifest text (doc strings) may hold anything, so
+// escape everything outside printable ASCII.
+std::string CString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7f && c != '?') {  // '?' avoids trigraphs
+      out += static_cast<char>(c);
+    } else {
+      static const char kOctal[] = "01234567";
+      out += '\\';
+      out += kOctal[(c >> 6) & 7];
+      out += kOctal[(c >> 3) & 7];
+      out += kOctal[c & 7];
+    }
+  }
+  return out + "\"";
+}
+
+// Text for a C comment: no "*/" can end it early, no control characters.
+std::string CommentText(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '*' && i + 1 < s.size() && s[i + 1] == '/') {
+      out += "* /";
+      ++i;
+    } else if (c == '\n') {
+      out += "\n *";
+      if (i + 1 < s.size() && s[i + 1] != '\n') out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += ' ';
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// The runtime's arch code as C: "90", "90 | KPACK_ARCH_SPECIFIC".
+std::string ArchCode(const Arch& a) {
+  std::string out = std::to_string(a.number);
+  if (a.variant == Arch::Variant::kSpecific) out += " | KPACK_ARCH_SPECIFIC";
+  if (a.variant == Arch::Variant::kFamily) out += " | KPACK_ARCH_FAMILY";
+  return out;
+}
+
+std::string ArchList(const std::vector<Arch>& archs) {
+  std::string out;
+  for (const Arch& a : archs) {
+    if (!out.empty()) out += ',';
+    out += a.Name();
+  }
+  return out;
+}
+
+Scalar ElementScalar(const Specialization& s, const ParamType& t) {
+  if (t.dtype_constexpr.empty()) return t.scalar;
+  const Kernel& k = *s.kernel;
+  for (size_t i = 0; i < k.constexprs.size(); ++i)
+    if (k.constexprs[i].name == t.dtype_constexpr) return s.values[i].dtype;
+  return t.scalar;
+}
+
+// "const kpack_f16 *x" in a typed launcher.
+std::string TypedParam(const Specialization& s, const Param& p) {
+  std::string type = std::string(p.type.is_const ? "const " : "") + std::string(Info(ElementScalar(s, p.type)).c_type);
+  return p.type.is_pointer ? type + " *" + p.name : type + " " + p.name;
+}
+
+// "const void *x" in a dispatcher, where the element type varies.
+std::string DispatchParam(const Param& p) {
+  if (p.type.dtype_constexpr.empty()) {
+    std::string type = std::string(p.type.is_const ? "const " : "") + std::string(Info(p.type.scalar).c_type);
+    return p.type.is_pointer ? type + " *" + p.name : type + " " + p.name;
+  }
+  return std::string(p.type.is_const ? "const void *" : "void *") + p.name;
+}
+
+std::string ConstexprCType(const Constexpr& c) {
+  return c.kind == ConstexprKind::kDtype ? "kpack_dtype" : "int";
+}
+
+std::string Join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// The specializations of `k` that the API names (aligned variants are
+// chosen inside their typed launcher).
+std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs) {
+  std::vector<const Specialization*> out;
+  for (const Specialization& s : specs)
+    if (s.kernel == &k && !s.aligned) out.push_back(&s);
+  return out;
+}
+
+size_t CountApiSpecs(const std::vector<Specialization>& specs) {
+  size_t n = 0;
+  for (const Specialization& s : specs) n += s.aligned ? 0 : 1;
+  return n;
+}
+
+// "x, n and stride": the params that are `divisibility: auto`.
+std::string AutoParams(const Kernel& k) {
+  std::vector<std::string> names;
+  for (const Param& p : k.params)
+    if (p.divisibility_auto) names.push_back(p.name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+// "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
+std::string DispatcherParams(const Kernel& k) {
+  std::vector<std::string> params = {"kpack_stream stream"};
+  for (const Constexpr& c : k.constexprs) params.push_back(ConstexprCType(c) + " " + c.name);
+  for (const Param& p : k.params) params.push_back(DispatchParam(p));
+  return Join(params, ", ");
+}
+
+}  // namespace kpack::codegen

@@ -1,0 +1,61 @@
+// codegen_text.h - C text helpers shared by the header writer (codegen.cc)
+// and the launcher writer (launcher_gen.cc): literals, comments, types and
+// the specializations the API names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "expand.h"
+#include "model.h"
+
+namespace kpack::codegen {
+
+inline constexpr const char* kVersion = "0.1.0";
+inline constexpr int kAbiVersion = 1;  // KPACK_ABI_VERSION of runtime/kpack.h
+
+// ASCII upper case, for macro names.
+std::string Upper(std::string s);
+
+// A C string literal.  Manifest text (doc strings) may hold anything, so
+// escape everything outside printable ASCII.
+std::string CString(const std::string& s);
+
+// Text for a C comment: no "*/" can end it early, no control characters.
+std::string CommentText(const std::string& s);
+
+// The runtime's arch code as C: "90", "90 | KPACK_ARCH_SPECIFIC".
+std::string ArchCode(const Arch& a);
+
+// "sm_80,sm_90a".
+std::string ArchList(const std::vector<Arch>& archs);
+
+// A param's scalar in `s`: a dtype constexpr resolved to its value.
+Scalar ElementScalar(const Specialization& s, const ParamType& t);
+
+// "const kpack_f16 *x" in a typed launcher.
+std::string TypedParam(const Specialization& s, const Param& p);
+
+// "const void *x" in a dispatcher, where the element type varies.
+std::string DispatchParam(const Param& p);
+
+// "kpack_dtype" or "int": a constexpr's type as a dispatcher argument.
+std::string ConstexprCType(const Constexpr& c);
+
+// `items` with `sep` between them.
+std::string Join(const std::vector<std::string>& items, const std::string& sep);
+
+// The specializations of `k` that the API names (aligned variants are
+// chosen inside their typed launcher).
+std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs);
+
+// How many specializations the API names (aligned variants not counted).
+size_t CountApiSpecs(const std::vector<Specialization>& specs);
+
+// "x, n and stride": the params that are `divisibility: auto`.
+std::string AutoParams(const Kernel& k);
+
+// "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
+std::string DispatcherParams(const Kernel& k);
+
+}  // namespace kpack::codegen

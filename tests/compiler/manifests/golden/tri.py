@@ -1,0 +1,1 @@
+# Never compiled: the golden test only generates code for it.

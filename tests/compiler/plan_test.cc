@@ -1,0 +1,116 @@
+// The plan pass and the expansion it starts from, for Triton kernels with
+// `divisibility: auto` params: each specialization is planned twice, the
+// unhinted build and its aligned variant, with the hints in the request.
+#include <catch2/catch.hpp>
+
+#include "expand.h"
+#include "plan.h"
+#include "test_util.h"
+#include "triton.h"
+
+using kpack::testing::ScratchDir;
+
+namespace {
+
+struct Planned {
+  std::optional<kpack::Package> pkg;
+  std::vector<kpack::Specialization> specs;
+  kpack::Plan plan;
+  std::string errors;
+};
+
+// A Triton kernel of two specializations whose params are `params`.
+void LoadTriton(Planned& out, const std::string& params) {
+  ScratchDir dir;
+  dir.Write("package.yaml", "package: demo\narchs: [sm_80, sm_90]\nkernels: [k.yaml]\n");
+  dir.Write("k.yaml",
+            "kernel: k\nlanguage: triton\nsource: k.py\nentry: k\nconstexprs:\n"
+            "  - {name: T, type: dtype, values: [f16, f32]}\n"
+            "params:\n" + params + "launch: {grid: [rows]}\n");
+  dir.Write("k.py", "");
+  kpack::Diagnostics diag;
+  out.pkg = kpack::LoadPackage("package.yaml", {}, diag);
+  if (out.pkg) out.specs = kpack::Expand(*out.pkg, diag);
+  out.errors = diag.Text();
+  if (out.errors.empty()) out.plan = kpack::MakePlan(out.specs, kpack::ToolVersions{"", "triton 3.6.0 (fake)"});
+}
+
+constexpr const char* kAutoParams =
+    "  - {name: x, type: const T*, divisibility: auto}\n"
+    "  - {name: bias, type: const f32*, divisibility: 16}\n"
+    "  - {name: rows, type: i32}\n"
+    "  - {name: stride, type: i64, divisibility: auto}\n";
+
+}  // namespace
+
+TEST_CASE("divisibility: auto expands each specialization into itself and its aligned variant") {
+  Planned p;
+  LoadTriton(p, kAutoParams);
+  REQUIRE(p.errors == "");
+  // The variants come after every specialization: specialization i keeps
+  // fatbin i.
+  REQUIRE(p.specs.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("spec " << i);
+    CHECK(p.specs[i].aligned == (i >= 2));
+    CHECK(p.specs[i].name == (i % 2 == 0 ? "k_f16" : "k_f32"));
+    CHECK(p.specs[i].launcher == (i % 2 == 0 ? "demo_k_f16" : "demo_k_f32"));
+    CHECK(p.specs[i].symbol == "k");
+  }
+  CHECK(p.specs[2].fallback == 0);
+  CHECK(p.specs[3].fallback == 1);
+  CHECK(p.specs[0].Describe() == "T=f16");
+  CHECK(p.specs[2].Describe() == "T=f16; aligned variant");
+  CHECK(p.specs[0].Stem() == "k_f16");
+  CHECK(p.specs[2].Stem() == "k_f16.aligned");
+  const kpack::Kernel& k = *p.specs[0].kernel;
+  // The fallback keeps only the promise; the variant hints every auto param.
+  CHECK(p.specs[0].Divisibility(k.params[0]) == 0);
+  CHECK(p.specs[0].Divisibility(k.params[1]) == 16);
+  CHECK(p.specs[0].Divisibility(k.params[2]) == 0);
+  CHECK(p.specs[0].Divisibility(k.params[3]) == 0);
+  CHECK(p.specs[2].Divisibility(k.params[0]) == 16);
+  CHECK(p.specs[2].Divisibility(k.params[1]) == 16);
+  CHECK(p.specs[2].Divisibility(k.params[2]) == 0);
+  CHECK(p.specs[2].Divisibility(k.params[3]) == 16);
+}
+
+TEST_CASE("the plan has units for both variants, each with its hints in the Triton request") {
+  Planned p;
+  LoadTriton(p, kAutoParams);
+  REQUIRE(p.errors == "");
+  std::vector<std::string> names;
+  for (const kpack::Unit& u : p.plan.units) names.push_back(u.name);
+  // Grouped by specialization, so that pack makes one fatbin per variant.
+  CHECK(names == std::vector<std::string>{"k_f16.sm_80", "k_f16.sm_90a", "k_f32.sm_80", "k_f32.sm_90a",
+                                          "k_f16.aligned.sm_80", "k_f16.aligned.sm_90a", "k_f32.aligned.sm_80",
+                                          "k_f32.aligned.sm_90a"});
+  CHECK(p.plan.units[4].spec == &p.specs[2]);
+  CHECK(p.plan.units[0].source ==
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "\"params\":[{\"name\":\"x\",\"triton_type\":\"*fp16\"},"
+        "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
+        "{\"name\":\"rows\",\"triton_type\":\"i32\"},{\"name\":\"stride\",\"triton_type\":\"i64\"}],"
+        "\"source\":\"k.py\"}");
+  CHECK(p.plan.units[4].source ==
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "\"params\":[{\"divisibility\":16,\"name\":\"x\",\"triton_type\":\"*fp16\"},"
+        "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
+        "{\"name\":\"rows\",\"triton_type\":\"i32\"},"
+        "{\"divisibility\":16,\"name\":\"stride\",\"triton_type\":\"i64\"}],"
+        "\"source\":\"k.py\"}");
+  // Different requests, different cache entries.
+  CHECK(p.plan.units[0].key != p.plan.units[4].key);
+  CHECK(kpack::CountUnits(p.plan) == "8 units (4 of aligned variants)");
+}
+
+TEST_CASE("without divisibility: auto there is no variant") {
+  Planned p;
+  LoadTriton(p, "  - {name: x, type: const T*, divisibility: 16}\n  - {name: rows, type: i32}\n");
+  REQUIRE(p.errors == "");
+  REQUIRE(p.specs.size() == 2);
+  CHECK_FALSE(p.specs[0].aligned);
+  CHECK_FALSE(p.specs[1].aligned);
+  CHECK(p.plan.units.size() == 4);
+  CHECK(kpack::CountUnits(p.plan) == "4 units");
+}
