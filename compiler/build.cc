@@ -11,12 +11,15 @@
 #include "check.h"
 #include "codegen.h"
 #include "compile.h"
+#include "debug_guard.h"
 #include "expand.h"
 #include "fs_util.h"
+#include "inventory.h"
 #include "manifest.h"
 #include "pack.h"
 #include "plan.h"
 #include "triton.h"
+#include "version.h"
 
 namespace kpack {
 namespace {
@@ -124,6 +127,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
       start = comma + 1;
     }
     if (!diag.HasErrors()) pkg = LoadPackage(o.package_path, load, diag);
+    // A release build ships no debug kernel that no manifest allows.
+    if (pkg && !o.header_only && !o.allow_debug_kernels) RefuseDebugKernels(*pkg, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -181,6 +186,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("check", o.perf, err);
     CheckUnits(plan, compiled, facts, diag);
+    CheckRecordedBuildModes(plan, facts, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -188,7 +194,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   std::vector<PackedSpec> packed;
   {
     PassTimer t("pack", o.perf, err);
-    PackFatbins(plan, compiled, PackOptions{o.work_dir, o.compress_mode, toolchain}, runner, packed, diag);
+    PackFatbins(plan, compiled, PackOptions{pkg->name, o.work_dir, o.compress_mode, toolchain}, runner, packed, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -212,6 +218,10 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     outputs.emplace_back(o.launcher_out, GenerateLauncherSource(*pkg, specs, gen, TritonLaunches(plan, compiled)));
     outputs.emplace_back(o.header_out, GenerateHeader(*pkg, specs, gen));
     if (!o.depfile_out.empty()) outputs.emplace_back(o.depfile_out, Depfile(o, *pkg, compiled));
+    if (!o.inventory_out.empty())
+      outputs.emplace_back(o.inventory_out,
+                           GenerateInventory({&*pkg, gen.manifest_label, kKpackVersion, kAbiVersion, toolchain.version,
+                                              triton.version, o.compress_mode, &plan, &compiled, &facts, &packed}));
     if (std::string e = WriteAll(outputs); !e.empty()) diag.Error(e);
   }
   // archive: Meson's static_library() links the launchers, the embedded

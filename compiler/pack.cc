@@ -14,10 +14,11 @@ bool PackOne(const Plan& plan, const std::vector<CompiledUnit>& compiled, size_t
              const PackOptions& o, ToolRunner& runner, PackedSpec& out, Diagnostics& diag) {
   const Specialization& s = *plan.units[begin].spec;
   out.spec = &s;
-  out.build_mode = BuildMode(s.kernel->nvcc_flags);
+  out.build_mode = s.kernel->BuildMode();
   std::string dir = o.work_dir + "/fatbins";
   std::string tmp_suffix = ".tmp." + std::to_string(getpid());
   std::vector<std::string> argv = {o.toolchain.fatbinary, "-64", "--create=" + dir + "/" + s.name + ".fatbin" + tmp_suffix};
+  argv.push_back("--ident=" + FatbinIdent(o.package, s, out.build_mode));  // what `kpack inspect` names
   if (!o.compress_mode.empty()) argv.push_back("--compress-mode=" + o.compress_mode);
   for (size_t i = begin; i < end; ++i) {
     const Unit& u = plan.units[i];
@@ -46,6 +47,20 @@ bool PackOne(const Plan& plan, const std::vector<CompiledUnit>& compiled, size_t
 }
 
 }  // namespace
+
+std::string FatbinIdent(const std::string& package, const Specialization& s, const std::string& build_mode) {
+  return "kpack:" + package + ":" + s.kernel->name + ":" + s.name + ":" + build_mode;
+}
+
+std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = ident.find(':', start)) != std::string::npos; start = colon + 1)
+    parts.push_back(ident.substr(start, colon - start));
+  parts.push_back(ident.substr(start));
+  if (parts.size() != 5 || parts[0] != "kpack") return std::nullopt;
+  return FatbinIdentParts{parts[1], parts[2], parts[3], parts[4]};
+}
 
 bool PackFatbins(const Plan& plan, const std::vector<CompiledUnit>& compiled, const PackOptions& options,
                  ToolRunner& runner, std::vector<PackedSpec>& out, Diagnostics& diag) {
