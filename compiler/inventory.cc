@@ -122,7 +122,7 @@ std::string GenerateInventory(const InventoryInput& in) {
       {"kpack_version", in.kpack_version},
       {"abi_version", in.abi_version},
       {"build_mode", debug_specs > 0 ? "debug" : "release"},
-      {"toolchain", json::Object{{"nvcc", LastLine(in.nvcc_version)}, {"triton", in.triton_version}}},
+      {"toolchain", json::Object{{"nvcc", LastLine(in.nvcc_version)}, {"triton", LastLine(in.triton_version)}}},
       {"compress_mode", in.compress_mode.empty() ? "default" : in.compress_mode},
       {"num_specializations", static_cast<int64_t>(in.packed->size())},
       {"num_debug_specializations", debug_specs},
