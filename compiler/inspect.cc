@@ -1,6 +1,7 @@
 #include "inspect.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <ostream>
 
 #include "cubin.h"
@@ -23,6 +24,7 @@ namespace kpack {
 namespace {
 
 constexpr std::string_view kArchiveMagic = "!<arch>\n";
+constexpr std::string_view kThinArchiveMagic = "!<thin>\n";  // Meson's uninstalled libraries
 constexpr std::string_view kElfMagic = "\x7f" "ELF";
 constexpr std::string_view kFatbinMagic = "\x50\xed\x55\xba";
 constexpr uint16_t kEmCuda = 190;
@@ -139,8 +141,9 @@ bool InspectObject(llvm::MemoryBufferRef buffer, InspectReport& report, std::str
   return true;
 }
 
-bool InspectArchive(std::string_view bytes, InspectReport& report, std::string* error) {
-  llvm::MemoryBufferRef buffer(llvm::StringRef(bytes.data(), bytes.size()), "archive");
+bool InspectArchive(std::string_view bytes, const std::string& path, InspectReport& report, std::string* error) {
+  // A thin archive's members are files named relative to the archive's path.
+  llvm::MemoryBufferRef buffer(llvm::StringRef(bytes.data(), bytes.size()), path.empty() ? "archive" : path);
   llvm::Expected<std::unique_ptr<llvm::object::Archive>> archive = llvm::object::Archive::create(buffer);
   if (!archive) {
     *error = "malformed static library: " + llvm::toString(archive.takeError());
@@ -148,6 +151,28 @@ bool InspectArchive(std::string_view bytes, InspectReport& report, std::string* 
   }
   llvm::Error err = llvm::Error::success();
   for (const llvm::object::Archive::Child& child : (*archive)->children(err)) {
+    if ((*archive)->isThin()) {
+      // LLVM 19 opens thin members relative to the working directory, not
+      // to the archive: read them here.
+      llvm::Expected<llvm::StringRef> name = child.getName();
+      if (!name) {
+        *error = "malformed static library: " + llvm::toString(name.takeError());
+        llvm::consumeError(std::move(err));
+        return false;
+      }
+      std::filesystem::path file = std::filesystem::path(path).parent_path() / name->str();
+      std::optional<std::string> bytes_of_member = ReadFile(file.string());
+      if (!bytes_of_member) {
+        *error = "cannot read " + file.string() + ", a member of the thin archive";
+        llvm::consumeError(std::move(err));
+        return false;
+      }
+      if (!InspectObject(llvm::MemoryBufferRef(*bytes_of_member, file.string()), report, error)) {
+        llvm::consumeError(std::move(err));
+        return false;
+      }
+      continue;
+    }
     llvm::Expected<llvm::MemoryBufferRef> member = child.getMemoryBufferRef();
     if (!member) {
       *error = "malformed static library member: " + llvm::toString(member.takeError());
@@ -170,12 +195,13 @@ std::string Optional(const std::optional<uint32_t>& v) { return v ? std::to_stri
 
 }  // namespace
 
-std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error) {
+std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error, const std::string& path) {
   InspectReport report;
   bool ok = false;
-  if (bytes.substr(0, kArchiveMagic.size()) == kArchiveMagic) {
+  if (bytes.substr(0, kArchiveMagic.size()) == kArchiveMagic ||
+      bytes.substr(0, kThinArchiveMagic.size()) == kThinArchiveMagic) {
     report.file_kind = "static library";
-    ok = InspectArchive(bytes, report, error);
+    ok = InspectArchive(bytes, path, report, error);
   } else if (bytes.substr(0, kFatbinMagic.size()) == kFatbinMagic) {
     report.file_kind = "fatbin";
     ok = InspectFatbins(bytes, report, error);
@@ -269,7 +295,7 @@ int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ost
     return 1;
   }
   std::string error;
-  std::optional<InspectReport> report = Inspect(*bytes, &error);
+  std::optional<InspectReport> report = Inspect(*bytes, &error, path);
   if (!report) {
     err << path << ": error: " << error << "\n";
     return 1;

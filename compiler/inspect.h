@@ -41,8 +41,9 @@ struct InspectReport {
 };
 
 // Inspects the bytes of a file.  nullopt with *error (one line) when the
-// bytes are none of the three kinds or are malformed.
-std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error);
+// bytes are none of the three kinds or are malformed.  `path` is where the
+// bytes came from: a thin archive's members are read relative to it.
+std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error, const std::string& path = "");
 
 // The table printed by `kpack inspect`, and its --json form.
 std::string FormatInspectTable(const InspectReport& report);

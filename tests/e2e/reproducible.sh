@@ -7,7 +7,7 @@
 #
 #   reproducible.sh KPACK_SOURCE_DIR KPACK_EXE
 set -euo pipefail
-src=$1 kpack=$2
+src=$1 kpack=$(realpath "$2")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
