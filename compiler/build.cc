@@ -11,13 +11,16 @@
 #include "check.h"
 #include "codegen.h"
 #include "compile.h"
+#include "debug_guard.h"
 #include "expand.h"
 #include "fs_util.h"
+#include "inventory.h"
 #include "manifest.h"
 #include "ninja.h"
 #include "pack.h"
 #include "plan.h"
 #include "triton.h"
+#include "version.h"
 
 namespace kpack {
 namespace {
@@ -132,6 +135,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
       start = comma + 1;
     }
     if (!diag.HasErrors()) pkg = LoadPackage(o.package_path, load, diag);
+    // A release build ships no debug kernel that no manifest allows.
+    if (pkg && !o.header_only && !o.allow_debug_kernels) RefuseDebugKernels(*pkg, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -176,7 +181,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   std::vector<PackedSpec> packed;
   CompileStats stats;
   CompileEnv env{o.work_dir, o.cache_dir.empty() ? o.work_dir + "/cache" : o.cache_dir, toolchain, triton, o.nvcc_launcher};
-  PackOptions pack_options{o.work_dir, o.compress_mode.empty() ? pkg->compress_mode : o.compress_mode, toolchain};
+  PackOptions pack_options{pkg->name, o.work_dir, o.compress_mode.empty() ? pkg->compress_mode : o.compress_mode,
+                           toolchain};
   int jobs = o.jobs > 0 ? o.jobs : DefaultUnitJobs(o.job_memory_mib);
   if (o.ninja != "none") {
     PassTimer t("compile+pack", o.perf, err);
@@ -205,6 +211,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("check", o.perf, err);
     CheckUnits(plan, compiled, facts, diag);
+    CheckRecordedBuildModes(plan, facts, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
@@ -228,6 +235,10 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     outputs.emplace_back(o.launcher_out, GenerateLauncherSource(*pkg, specs, gen, TritonLaunches(plan, compiled)));
     outputs.emplace_back(o.header_out, GenerateHeader(*pkg, specs, gen));
     if (!o.depfile_out.empty()) outputs.emplace_back(o.depfile_out, Depfile(o, *pkg, compiled));
+    if (!o.inventory_out.empty())
+      outputs.emplace_back(o.inventory_out,
+                           GenerateInventory({&*pkg, gen.manifest_label, kKpackVersion, kAbiVersion, toolchain.version,
+                                              triton.version, pack_options.compress_mode, &plan, &compiled, &facts, &packed}));
     if (std::string e = WriteAll(outputs); !e.empty()) diag.Error(e);
   }
   // archive: Meson's static_library() links the launchers, the embedded

@@ -17,6 +17,7 @@ struct BuildOptions {
   std::string work_dir;       // translation units, cubins, fatbins
   std::string cache_dir;      // unit cache; default <work_dir>/cache
   std::string depfile_out;    // optional Make depfile for Ninja
+  std::string inventory_out;  // optional JSON inventory (inventory.h)
   std::string root = ".";     // project root, for the header banner
   std::string cuda_root = "/usr/local/cuda";
   std::string python = "python3";   // for Triton kernels
@@ -31,6 +32,7 @@ struct BuildOptions {
   bool header_only = false;   // `kpack header`: load, expand, generate
   bool perf = false;          // print per-pass times
   bool verbose = false;       // print unit counts
+  bool allow_debug_kernels = false;  // a development build: no release guard
 };
 
 // Runs the pipeline.  Errors go to `err` as `file:line:col: error: ...`

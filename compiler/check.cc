@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include "cubin.h"
+#include "debug_guard.h"
 #include "triton.h"
 
 namespace kpack {
@@ -73,6 +74,7 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
   facts.local_bytes = kernel->local_bytes;
   facts.max_threads = kernel->max_threads;
   facts.has_debug_info = info->has_debug_info;
+  facts.debug_code = CubinIsDebug(*info);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct UnitFacts {
   uint32_t local_bytes = 0;
   uint32_t max_threads = 0;
   bool has_debug_info = false;
+  bool debug_code = false;  // CubinIsDebug (debug_guard.h)
 };
 
 // The C ABI layout of the manifest's parameters: {offset, size} each,

@@ -6,6 +6,7 @@
 
 #include "codegen_text.h"
 #include "plan.h"
+#include "version.h"
 
 namespace kpack {
 namespace codegen {
@@ -110,7 +111,7 @@ class HeaderWriter {
   void WriteTypedDecl(const Specialization& s) {
     const Kernel& k = *s.kernel;
     out_ += "/* " + k.name + " with " + s.Describe() + "; SASS for " + ArchList(k.BuildArchs()) +
-            (BuildMode(k.nvcc_flags) == "debug" ? "; DEBUG BUILD (slow)" : "") + ". */\n";
+            (k.debug ? "; DEBUG BUILD (slow)" : "") + ". */\n";
     std::vector<std::string> params = {"kpack_stream stream"};
     for (const Param& p : k.params) params.push_back(TypedParam(s, p));
     out_ += "kpack_status " + s.launcher + "(" + Join(params, ", ") + ");\n\n";
@@ -125,7 +126,13 @@ class HeaderWriter {
             "_num_specializations()):\n * kernel, name, archs, build mode and fatbin size (of both variants where a\n"
             " * kernel has aligned variants); all strings static.\n";
     out_ += " * Returns KPACK_ERROR_INVALID_ARGUMENT for an index out of range or a\n * NULL `info`. Thread-safe.\n */\n";
-    out_ += "kpack_status " + pkg_.prefix + "_specialization_info(size_t index, kpack_spec_info *info);\n";
+    out_ += "kpack_status " + pkg_.prefix + "_specialization_info(size_t index, kpack_spec_info *info);\n\n";
+    out_ += "/*\n * Describes the package: its name, the kpack version and runtime ABI it was\n";
+    out_ += " * generated for, and its build mode: \"release\", or \"debug\" when any\n";
+    out_ += " * specialization is a debug build (kernels whose manifest allows it).\n";
+    out_ += " * Returns KPACK_ERROR_ABI_MISMATCH, with *info filled, when the linked\n";
+    out_ += " * runtime implements another ABI; KPACK_ERROR_INVALID_ARGUMENT for NULL.\n */\n";
+    out_ += "kpack_status " + pkg_.prefix + "_build_info(kpack_build_info *info);\n";
   }
 
   const Package& pkg_;

@@ -8,11 +8,11 @@
 
 #include "expand.h"
 #include "model.h"
+#include "version.h"
 
 namespace kpack::codegen {
 
-inline constexpr const char* kVersion = "0.1.0";
-inline constexpr int kAbiVersion = 1;  // KPACK_ABI_VERSION of runtime/kpack.h
+inline constexpr const char* kVersion = kKpackVersion;  // version.h; kAbiVersion too
 
 // ASCII upper case, for macro names.
 std::string Upper(std::string s);

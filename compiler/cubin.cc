@@ -377,7 +377,8 @@ bool CubinReader::ReadArch() {
     }
   }
   if (const Section* note = FindSection(".note.nv.tkinfo")) {
-    const char suffix = ArchSuffixFromOptions(ToolOptionsFromNote(note->contents));
+    info_->tool_options = std::string(ToolOptionsFromNote(note->contents));
+    const char suffix = ArchSuffixFromOptions(info_->tool_options);
     if (suffix == 'a') arch.arch_specific = true;
     if (suffix == 'f') arch.family_specific = true;
   }

@@ -71,6 +71,8 @@ struct CubinInfo {
                                  // command line in .note.nv.tkinfo; false if absent)
   bool has_debug_info = false;   // device debug info (-G): .debug_info or .nv_debug_info_*
                                  // sections.  -lineinfo alone does not count.
+  std::string tool_options;      // the ptxas command line in .note.nv.tkinfo
+                                 // ("-O 0 -arch sm_80 -m 64"), or empty
   std::vector<CubinKernel> kernels;  // in symbol-table order
 
   // The kernel with exactly this symbol name, or nullptr.

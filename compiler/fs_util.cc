@@ -23,7 +23,7 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-std::string WriteFileAtomic(const std::string& path, std::string_view content) {
+std::string WriteFileAtomic(const std::string& path, std::string_view content, Durability durability) {
   namespace fs = std::filesystem;
   static std::atomic<unsigned> counter{0};
   std::error_code ec;
@@ -48,7 +48,7 @@ std::string WriteFileAtomic(const std::string& path, std::string_view content) {
   }
   // fsync before rename: after a crash the new name never points at a file
   // whose data did not reach the disk.
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  if ((durability == Durability::kDurable && fsync(fd) != 0) || close(fd) != 0) {
     std::string why = std::strerror(errno);
     unlink(tmp.c_str());
     return "cannot flush " + tmp + ": " + why;
@@ -61,9 +61,9 @@ std::string WriteFileAtomic(const std::string& path, std::string_view content) {
   return "";
 }
 
-std::string WriteFileIfChanged(const std::string& path, std::string_view content) {
+std::string WriteFileIfChanged(const std::string& path, std::string_view content, Durability durability) {
   std::optional<std::string> old = ReadFile(path);
-  return old && *old == content ? "" : WriteFileAtomic(path, content);
+  return old && *old == content ? "" : WriteFileAtomic(path, content, durability);
 }
 
 std::string HashHex(std::string_view data) {

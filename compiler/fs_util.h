@@ -14,11 +14,19 @@ std::optional<std::string> ReadFile(const std::string& path);
 // renames it over `path`, so readers see the old file or the new one, never
 // a partial one.  Creates missing parent directories.  Returns an empty
 // string on success, else a one-line reason.
-std::string WriteFileAtomic(const std::string& path, std::string_view content);
+//
+// `durable` also fsyncs before the rename, so that after a power loss the
+// name never points at data that did not reach the disk.  Files that are
+// regenerated and compared on every run (Ninja requests) skip it: a torn
+// one differs from what the next run writes, so it is rewritten.
+enum class Durability { kDurable, kRegenerated };
+std::string WriteFileAtomic(const std::string& path, std::string_view content,
+                            Durability durability = Durability::kDurable);
 
 // WriteFileAtomic, unless the file already holds exactly `content`: then
 // it is left alone, mtime included, so Ninja sees it as up to date.
-std::string WriteFileIfChanged(const std::string& path, std::string_view content);
+std::string WriteFileIfChanged(const std::string& path, std::string_view content,
+                               Durability durability = Durability::kDurable);
 
 // BLAKE3 of `data`, as 64 lowercase hex digits.
 std::string HashHex(std::string_view data);

@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "build.h"
+#include "inspect.h"
 #include "step.h"
 #include "toolchain.h"
+#include "version.h"
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
+constexpr const char* kVersion = kpack::kKpackVersion;
 
 int Usage(std::ostream& out, int code);
 
@@ -40,13 +42,14 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
       {"--work-dir", &o.work_dir},     {"--cache-dir", &o.cache_dir},   {"--depfile", &o.depfile_out},
       {"--root", &o.root},             {"--cuda-root", &o.cuda_root},   {"--archs", &o.archs},
       {"--compress-mode", &o.compress_mode}, {"--python", &o.python},
-      {"--triton-helper", &o.triton_helper}, {"-j", &jobs},
+      {"--triton-helper", &o.triton_helper}, {"--inventory", &o.inventory_out}, {"-j", &jobs},
       {"--ninja", &o.ninja},           {"--nvcc-launcher", &o.nvcc_launcher}, {"--job-memory", &job_memory}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--perf") { o.perf = true; continue; }
     if (a == "-v" || a == "--verbose") { o.verbose = true; continue; }
     if (a == "--quiet") { o.quiet = true; continue; }
+    if (a == "--allow-debug-kernels") { o.allow_debug_kernels = true; continue; }
     bool matched = false;
     for (Flag& f : flags) {
       std::string name = f.name;
@@ -115,6 +118,7 @@ int Step(const std::vector<std::string>& args) {
 }
 
 int Build(const std::vector<std::string>& args) { return RunBuildCommand(args, false); }
+int InspectCommand(const std::vector<std::string>& args) { return kpack::RunInspect(args, std::cout, std::cerr); }
 int Header(const std::vector<std::string>& args) { return RunBuildCommand(args, true); }
 int Version(const std::vector<std::string>&) {
   std::cout << "kpack " << kVersion << "\n";
@@ -132,6 +136,7 @@ constexpr Subcommand kSubcommands[] = {
     {"build", Build, "compile a package into header, launchers and embedded fatbins"},
     {"header", Header, "generate only the C header (no CUDA toolkit needed)"},
     {"step", Step, "run one unit or fatbin of a build (Ninja runs this)"},
+    {"inspect", InspectCommand, "list what a libkernels.a, .fatbin or .cubin holds (--json)"},
     {"version", Version, "print the version"},
     {"help", Help, "print this help"},
 };
@@ -147,6 +152,9 @@ int Usage(std::ostream& out, int code) {
          "  --work-dir DIR          translation units, cubins and fatbins (build)\n"
          "  --cache-dir DIR         unit cache, shareable (default WORK/cache)\n"
          "  --depfile FILE          write a Make depfile for Ninja\n"
+         "  --inventory FILE        write the JSON inventory of the package (build)\n"
+         "  --allow-debug-kernels   a development build: accept debug kernels that no\n"
+         "                          manifest allows (release builds refuse them)\n"
          "  --root DIR              project root, for the header banner\n"
          "  --cuda-root DIR         CUDA Toolkit (default /usr/local/cuda)\n"
          "  --archs LIST            override archs, e.g. sm_80,sm_90\n"

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "debug_guard.h"
+
 namespace kpack {
 namespace {
 
@@ -204,7 +206,7 @@ class FileReader {
   }
 
   // nvcc flags: strings free of shell metacharacters (see above).
-  std::vector<std::string> FlagList(const YAML::Node& node) {
+  std::vector<std::string> FlagList(const YAML::Node& node, std::vector<SourceLoc>& locs) {
     std::vector<std::string> out;
     if (!node.IsSequence()) {
       Error(node, "nvcc_flags must be a list");
@@ -220,6 +222,7 @@ class FileReader {
         continue;
       }
       out.push_back(*flag);
+      locs.push_back(Loc(item));
     }
     return out;
   }
@@ -269,7 +272,7 @@ class KernelReader {
     int errors_before = r_.diag().error_count();
     if (!r_.CheckMap(root, "a kernel manifest",
                      {"kernel", "language", "source", "entry", "doc", "constexprs", "params",
-                      "exclude", "launch", "archs", "ptx", "nvcc_flags"},
+                      "exclude", "launch", "archs", "ptx", "nvcc_flags", "debug", "allow_debug"},
                      {"kernel", "source", "entry", "constexprs", "params", "launch"}))
       return std::nullopt;
     Kernel k;
@@ -277,8 +280,11 @@ class KernelReader {
     k.archs = package_.archs;
     k.ptx = package_.ptx;
     k.nvcc_flags = package_.nvcc_flags;
+    k.nvcc_flag_locs = package_.nvcc_flag_locs;
+    k.allow_debug = package_.allow_debug;
     for (const auto& entry : root) ReadField(entry.first.Scalar(), entry.first, entry.second, k);
     if (r_.diag().error_count() != errors_before) return std::nullopt;
+    MarkDebugKernel(k);
     CheckNames(k);
     if (k.language == Language::kTriton) CheckTriton(k);
     else CheckCuda(k);
@@ -318,7 +324,15 @@ class KernelReader {
     } else if (key == "ptx") {
       if (auto b = r_.Bool(v, "ptx")) k.ptx = *b;
     } else if (key == "nvcc_flags") {
-      for (std::string& flag : r_.FlagList(v)) k.nvcc_flags.push_back(std::move(flag));
+      for (std::string& flag : r_.FlagList(v, k.nvcc_flag_locs)) k.nvcc_flags.push_back(std::move(flag));
+    } else if (key == "debug") {
+      if (auto b = r_.Bool(v, "debug"); b && *b) {
+        k.debug = true;
+        k.debug_reason = "debug: true";
+        k.debug_loc = r_.Loc(key_node);
+      }
+    } else if (key == "allow_debug") {
+      if (auto b = r_.Bool(v, "allow_debug")) k.allow_debug = *b;
     }
   }
 
@@ -706,7 +720,9 @@ void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
     } else if (key == "ptx") {
       if (auto b = r.Bool(v, "ptx")) pkg.ptx = *b;
     } else if (key == "nvcc_flags") {
-      pkg.nvcc_flags = r.FlagList(v);
+      pkg.nvcc_flags = r.FlagList(v, pkg.nvcc_flag_locs);
+    } else if (key == "allow_debug") {
+      if (auto b = r.Bool(v, "allow_debug")) pkg.allow_debug = *b;
     } else if (key == "max_specializations") {
       if (auto i = r.Integer(v, "max_specializations")) {
         if (*i < 1) r.Error(v, "max_specializations must be at least 1");
@@ -744,7 +760,8 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   std::optional<YAML::Node> root = r.Parse();
   if (!root) return std::nullopt;
   if (!r.CheckMap(*root, "the package file",
-                  {"package", "prefix", "archs", "ptx", "nvcc_flags", "max_specializations", "compress", "kernels"},
+                  {"package", "prefix", "archs", "ptx", "nvcc_flags", "allow_debug", "max_specializations",
+                   "compress", "kernels"},
                   {"package", "archs", "kernels"}))
     return std::nullopt;
   Package pkg;

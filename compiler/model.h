@@ -106,6 +106,13 @@ struct Kernel {
   std::vector<Arch> archs;
   bool ptx = false;
   std::vector<std::string> nvcc_flags;  // package flags, then kernel flags
+  std::vector<SourceLoc> nvcc_flag_locs;  // where each was written
+  // A debug kernel (debug_guard.h): `debug: true`, or a debug nvcc flag
+  // (-G, -O0, ...).  debug_reason says which, at debug_loc.
+  bool debug = false;
+  std::string debug_reason;  // "nvcc flag -G", "debug: true"
+  SourceLoc debug_loc;
+  bool allow_debug = false;  // `allow_debug: true` here or in the package
   SourceLoc loc;           // the `kernel:` value
   SourceLoc source_loc;    // the `source:` value
   SourceLoc params_loc;    // the `params:` key, for layout mismatches
@@ -114,6 +121,8 @@ struct Kernel {
   // Hopper and newer for the arch-specific variant (sm_90 as sm_90a), as its
   // own JIT does.
   std::vector<Arch> BuildArchs() const;
+  // "debug" or "release": what every specialization records.
+  const char* BuildMode() const { return debug ? "debug" : "release"; }
   // Triton's num_warps: the constexpr of that name in `values`, else 4.
   int64_t NumWarps(const std::vector<ConstexprValue>& values) const;
   // Triton's num_stages: the constexpr of that name in `values`, else 3.
@@ -134,6 +143,8 @@ struct Package {
   std::vector<Arch> archs;
   bool ptx = false;
   std::vector<std::string> nvcc_flags;
+  std::vector<SourceLoc> nvcc_flag_locs;  // one per nvcc_flags entry
+  bool allow_debug = false;               // every kernel may be a debug build
   uint64_t max_specializations = 4096;
   std::string compress_mode;  // fatbinary --compress-mode; "" for its default
   std::vector<Kernel> kernels;

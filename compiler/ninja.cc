@@ -22,6 +22,8 @@ std::string NinjaCommand(const std::vector<std::string>& argv) {
   return out;
 }
 
+constexpr Durability kRegenerated = Durability::kRegenerated;
+
 std::string RunId() {
   auto now = std::chrono::system_clock::now().time_since_epoch();
   return std::to_string(getpid()) + "-" + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
@@ -64,7 +66,7 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
   std::vector<UnitFiles> files;
   for (const Unit& u : plan.units) {
     files.push_back(UnitFilesFor(env.work_dir, u.name));
-    if (std::string e = WriteFileIfChanged(files.back().request, UnitRequestJson(MakeUnitJob(u), env)); !e.empty()) {
+    if (std::string e = WriteFileIfChanged(files.back().request, UnitRequestJson(MakeUnitJob(u), env), kRegenerated); !e.empty()) {
       diag.Error(e);
       return false;
     }
@@ -81,7 +83,7 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
     fatbins.push_back(MakeFatbinJob(plan, begin, end, images, pack));
     fatbin_begin.push_back(begin);
     std::string request = fatbins.back().output.substr(0, fatbins.back().output.size() - 7) + ".pack";
-    if (std::string e = WriteFileIfChanged(request, FatbinRequestJson(fatbins.back())); !e.empty()) {
+    if (std::string e = WriteFileIfChanged(request, FatbinRequestJson(fatbins.back()), kRegenerated); !e.empty()) {
       diag.Error(e);
       return false;
     }
@@ -90,7 +92,7 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
     text += "\n  name = " + plan.units[begin].spec->Stem() + "\n";
     begin = end;
   }
-  if (std::string e = WriteFileIfChanged(ninja_file, text); !e.empty()) {
+  if (std::string e = WriteFileIfChanged(ninja_file, text, kRegenerated); !e.empty()) {
     diag.Error(e);
     return false;
   }

@@ -15,6 +15,7 @@ FatbinJob MakeFatbinJob(const Plan& plan, size_t begin, size_t end, const std::v
   job.label = "kernel '" + s.kernel->name + "' specialization " + s.name + (s.aligned ? " (aligned variant)" : "");
   job.output = o.work_dir + "/fatbins/" + s.Stem() + ".fatbin";
   job.argv = {o.toolchain.fatbinary, "-64"};
+  job.argv.push_back("--ident=" + FatbinIdent(o.package, s, s.kernel->BuildMode()));  // what `kpack inspect` names
   if (!o.compress_mode.empty()) job.argv.push_back("--compress-mode=" + o.compress_mode);
   // fatbinary compresses only PTX and debug images unless told otherwise,
   // which would make speed and balance no-ops for SASS-only packages.
@@ -52,7 +53,7 @@ std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* 
 PackedSpec DescribePacked(const Plan& plan, size_t begin, size_t end) {
   PackedSpec out;
   out.spec = plan.units[begin].spec;
-  out.build_mode = BuildMode(out.spec->kernel->nvcc_flags);
+  out.build_mode = out.spec->kernel->BuildMode();
   for (size_t i = begin; i < end; ++i) {
     const Unit& u = plan.units[i];
     (u.ptx ? out.ptx_archs : out.sass_archs).push_back(u.arch);
@@ -64,6 +65,20 @@ void ReportToolError(const SourceLoc& loc, const std::string& error, Diagnostics
   size_t newline = error.find('\n');
   diag.Error(loc, error.substr(0, newline));
   if (newline != std::string::npos) diag.Note(error.substr(newline + 1));
+}
+
+std::string FatbinIdent(const std::string& package, const Specialization& s, const std::string& build_mode) {
+  return "kpack:" + package + ":" + s.kernel->name + ":" + s.name + ":" + build_mode;
+}
+
+std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t colon; (colon = ident.find(':', start)) != std::string::npos; start = colon + 1)
+    parts.push_back(ident.substr(start, colon - start));
+  parts.push_back(ident.substr(start));
+  if (parts.size() != 5 || parts[0] != "kpack") return std::nullopt;
+  return FatbinIdentParts{parts[1], parts[2], parts[3], parts[4]};
 }
 
 bool PackFatbins(const Plan& plan, const std::vector<CompiledUnit>& compiled, const PackOptions& options,

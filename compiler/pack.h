@@ -2,6 +2,7 @@
 // every arch of its kernel (and PTX only when the manifest asked).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct PackedSpec {
 };
 
 struct PackOptions {
+  std::string package;        // package name, for the fatbins' identifier
   std::string work_dir;
   std::string compress_mode;  // "" (fatbinary's default) or none/speed/balance/size
   Toolchain toolchain;
@@ -45,6 +47,18 @@ std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* 
 
 // The specialization of `plan`'s units [begin, end), what they hold.
 PackedSpec DescribePacked(const Plan& plan, size_t begin, size_t end);
+
+// The identifier (fatbinary --ident) of a specialization's fatbin:
+// "kpack:<package>:<kernel>:<specialization>:<build mode>".  It rides in
+// every entry header, so `kpack inspect` names the blobs it finds in a
+// libkernels.a and shows the mode the build recorded.
+std::string FatbinIdent(const std::string& package, const Specialization& s, const std::string& build_mode);
+
+struct FatbinIdentParts {
+  std::string package, kernel, specialization, build_mode;
+};
+// Splits a FatbinIdent; nullopt for identifiers kpack did not write.
+std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident);
 
 // Packs the units of each specialization (consecutive in the plan) into a
 // fatbin, in this process.  Returns false on errors.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "debug_guard.h"
 #include "fs_util.h"
 #include "triton.h"
 
@@ -98,16 +99,7 @@ Arch PtxArch(const Kernel& k) {
 }
 
 std::string BuildMode(const std::vector<std::string>& flags) {
-  for (size_t i = 0; i < flags.size(); ++i) {
-    const std::string& f = flags[i];
-    const std::string next = i + 1 < flags.size() ? flags[i + 1] : "";
-    if (f == "-G" || f == "--device-debug" || f == "-dopt=0" || f == "--dopt=0" || f == "-Xptxas=-O0" ||
-        f == "--ptxas-options=-O0")
-      return "debug";
-    if ((f == "-Xptxas" || f == "--ptxas-options") && next == "-O0") return "debug";
-    if ((f == "-dopt" || f == "--dopt") && next == "0") return "debug";
-  }
-  return "release";
+  return FindDebugFlag(flags) ? "debug" : "release";
 }
 
 Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions) {

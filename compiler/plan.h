@@ -37,7 +37,8 @@ std::string InstantiationSource(const Specialization& s);
 Arch PtxArch(const Kernel& k);
 
 // "release", or "debug" when the flags build device debug code (-G, or
-// device optimization turned off), which runs many times slower.
+// optimization turned off: FindDebugFlag in debug_guard.h), which runs many
+// times slower.  A kernel's own mode is Kernel::BuildMode().
 std::string BuildMode(const std::vector<std::string>& nvcc_flags);
 
 // The compiler versions that go into every cache key.

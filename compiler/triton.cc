@@ -53,6 +53,7 @@ std::string TritonRequest(const Specialization& s, const Arch& arch) {
                              {"num_stages", k.NumStages(s.values)},
                              {"constexprs", std::move(constexprs)},
                              {"params", std::move(params)}};
+  if (k.debug) request["debug"] = true;  // Triton's debug=True (debug_guard.h)
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::json::Value(std::move(request));

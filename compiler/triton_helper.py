@@ -91,7 +91,8 @@ def compile_kernel(request_path, cubin_path, meta_path):
     target = GPUTarget("cuda", int(request["arch"]), 32)
     try:
         backend = triton.compiler.make_backend(target)
-        options = backend.parse_options({"num_warps": request["num_warps"], "num_stages": request["num_stages"]})
+        options = backend.parse_options({"num_warps": request["num_warps"], "num_stages": request["num_stages"],
+                                         "debug": bool(request.get("debug", False))})
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
         compiled = triton.compile(src, target=target, options=options.__dict__)
     except Exception as e:

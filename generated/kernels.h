@@ -624,6 +624,15 @@ size_t kernels_num_specializations(void);
  */
 kpack_status kernels_specialization_info(size_t index, kpack_spec_info *info);
 
+/*
+ * Describes the package: its name, the kpack version and runtime ABI it was
+ * generated for, and its build mode: "release", or "debug" when any
+ * specialization is a debug build (kernels whose manifest allows it).
+ * Returns KPACK_ERROR_ABI_MISMATCH, with *info filled, when the linked
+ * runtime implements another ABI; KPACK_ERROR_INVALID_ARGUMENT for NULL.
+ */
+kpack_status kernels_build_info(kpack_build_info *info);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

@@ -54,6 +54,13 @@ int kpack_version_number(void);
 /* Returns the KPACK_VERSION_STRING of the linked runtime; static storage. */
 const char *kpack_version_string(void);
 
+/*
+ * Returns KPACK_ABI_VERSION of the linked runtime.  Generated code compares
+ * it with the ABI it was generated for (<prefix>_build_info(), and every
+ * first launch).  Never fails.
+ */
+int kpack_abi_version(void);
+
 /* ---- Status codes ------------------------------------------------------ */
 
 /*
@@ -173,6 +180,17 @@ typedef struct kpack_spec_info {
   const char *build_mode;  /* "release" or "debug" */
   uint64_t fatbin_size;    /* bytes of the embedded fatbin */
 } kpack_spec_info;
+
+/* How a package was built, from <prefix>_build_info().  Strings have
+   static storage. */
+typedef struct kpack_build_info {
+  const char *package;        /* package name, e.g. "kernels" */
+  const char *kpack_version;  /* the kpack that generated it, e.g. "0.1.0" */
+  int abi_version;            /* the KPACK_ABI_VERSION it was generated for */
+  const char *build_mode;     /* "release", or "debug" if any specialization is */
+  size_t num_specializations;
+  size_t num_debug_specializations; /* debug builds a manifest allowed */
+} kpack_build_info;
 
 /* ---- Runtime control ----------------------------------------------------- */
 

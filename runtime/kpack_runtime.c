@@ -91,6 +91,9 @@ int kpack_version_number(void) { return KPACK_VERSION_NUMBER; }
 /* See kpack.h. */
 const char *kpack_version_string(void) { return KPACK_VERSION_STRING; }
 
+/* See kpack.h. */
+int kpack_abi_version(void) { return KPACK_ABI_VERSION; }
+
 /* See kpack.h.  A switch, not a table: the pinned values start at 1. */
 const char *kpack_dtype_name(kpack_dtype dtype) {
   switch (dtype) {

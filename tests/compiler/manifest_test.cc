@@ -52,7 +52,7 @@ TEST_CASE("a valid package loads with every field") {
 TEST_CASE("unknown key") {
   CHECK(LoadErrors(std::string(kKernel) + "blok: 3\n") ==
         "k.yaml:15:1: error: unknown key 'blok' in a kernel manifest (expected one of: kernel, language, "
-        "source, entry, doc, constexprs, params, exclude, launch, archs, ptx, nvcc_flags)\n");
+        "source, entry, doc, constexprs, params, exclude, launch, archs, ptx, nvcc_flags, debug, allow_debug)\n");
 }
 
 TEST_CASE("duplicate key, which YAML itself accepts") {

@@ -342,12 +342,31 @@ static fake_kernel *find_function(const void *handle, int *device) {
   return NULL;
 }
 
+/* A fatbin made by NVIDIA's fatbinary (magic 0xBA55ED50, little-endian), as
+   in a library that kpack built for real. */
+static int is_real_fatbin(const void *code) {
+  /* Byte by byte, stopping at the first mismatch: a short fake image ends in
+     a NUL, which matches no magic byte, so nothing past it is read. */
+  const unsigned char *u = (const unsigned char *)code;
+  return u[0] == 0x50 && u[1] == 0xed && u[2] == 0x55 && u[3] == 0xba;
+}
+
 /*
  * Looks `entry` up in a fake fatbin image; returns its parameter count, or -1
  * if the image does not list it.
  */
 static int image_entry_params(const char *image, const char *entry) {
   size_t n = strlen(entry);
+  if (is_real_fatbin(image)) {
+    /* kpack's cubins name their kernel in the ELF string table, NUL-ended;
+       their parameter count is not modelled (0). */
+    const unsigned char *u = (const unsigned char *)image;
+    uint64_t size = 16;
+    for (int i = 7; i >= 0; --i) size += (uint64_t)u[8 + i] << (8 * i);
+    for (uint64_t at = 0; at + n + 1 <= size; ++at)
+      if (memcmp(image + at, entry, n + 1) == 0 && (at == 0 || image[at - 1] == '\0')) return 0;
+    return -1;
+  }
   const char *p = image + strlen(FAKE_CUDA_FATBIN_MAGIC) - 1; /* at a '|' */
   while ((p = strchr(p, '|')) != NULL) {
     ++p;
@@ -382,7 +401,8 @@ EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
       numLibraryOptions != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (strncmp((const char *)code, FAKE_CUDA_FATBIN_MAGIC, strlen(FAKE_CUDA_FATBIN_MAGIC)) != 0) {
+  if (strncmp((const char *)code, FAKE_CUDA_FATBIN_MAGIC, strlen(FAKE_CUDA_FATBIN_MAGIC)) != 0 &&
+      !is_real_fatbin(code)) {
     return CUDA_ERROR_INVALID_IMAGE;
   }
   pthread_mutex_lock(&g_lock);

@@ -10,9 +10,12 @@
  *
  * A "fatbin" for the fake is a NUL-terminated string
  *     "FAKEFATBIN1|<entry>:<number of parameters>|<entry>:<n>|..."
- * cuLibraryLoadData rejects anything else with CUDA_ERROR_INVALID_IMAGE, and
- * cuLibraryGetKernel finds only the entries listed, so tests can check that
- * the runtime passed the right image and entry name.
+ * cuLibraryLoadData also takes a real fatbin (fatbinary's magic 0xBA55ED50),
+ * such as kpack builds, whose kernels are the names its cubins' string tables
+ * hold (their parameter count is taken as 0: not modelled).  It rejects
+ * anything else with CUDA_ERROR_INVALID_IMAGE, and cuLibraryGetKernel finds
+ * only the entries listed, so tests can check that the runtime passed the
+ * right image and entry name.
  *
  * C and C++.
  */

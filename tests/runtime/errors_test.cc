@@ -83,6 +83,8 @@ TEST_CASE("version functions report the linked runtime", "[errors]") {
   CHECK(kpack_version_number() == 100);
   CHECK(std::string(kpack_version_string()) == KPACK_VERSION_STRING);
   CHECK(std::string(kpack_version_string()) == "0.1.0");
+  CHECK(kpack_abi_version() == KPACK_ABI_VERSION);
+  CHECK(kpack_abi_version() == 1);
 }
 
 TEST_CASE("a fresh thread has no error", "[errors]") {

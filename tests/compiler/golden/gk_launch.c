@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+_Static_assert(KPACK_ABI_VERSION == 1, "generated for kpack ABI 1: regenerate it with the kpack whose runtime headers are in use");
+
 /* Checked 64-bit arithmetic for launch geometry: overflow and division by
    zero set *bad instead of being undefined behaviour. */
 static inline int64_t kpack_add_(int64_t a, int64_t b, int *bad) {
@@ -360,4 +362,18 @@ kpack_status gk_specialization_info(size_t index, kpack_spec_info *info) {
   if (kpack_st == KPACK_SUCCESS && kpack_aligned_[index] != NULL)
     info->fatbin_size += kpack_aligned_[index]->fatbin->size;
   return kpack_st;
+}
+
+kpack_status gk_build_info(kpack_build_info *info) {
+  if (info == NULL)
+    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "gk_build_info: info is NULL");
+  info->package = "golden";
+  info->kpack_version = "0.1.0";
+  info->abi_version = 1;
+  info->build_mode = "release";
+  info->num_specializations = 5;
+  info->num_debug_specializations = 0;
+  if (kpack_abi_version() != 1)
+    return kpack_fail(KPACK_ERROR_ABI_MISMATCH, "gk_build_info: generated for kpack ABI 1, but the linked runtime implements ABI %d", kpack_abi_version());
+  return KPACK_SUCCESS;
 }

@@ -1,0 +1,307 @@
+#include "inspect.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <ostream>
+
+#include "cubin.h"
+#include "debug_guard.h"
+#include "fatbin.h"
+#include "fs_util.h"
+#include "model.h"
+#include "pack.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#pragma GCC diagnostic pop
+
+namespace kpack {
+namespace {
+
+constexpr std::string_view kArchiveMagic = "!<arch>\n";
+constexpr std::string_view kThinArchiveMagic = "!<thin>\n";  // Meson's uninstalled libraries
+constexpr std::string_view kElfMagic = "\x7f" "ELF";
+constexpr std::string_view kFatbinMagic = "\x50\xed\x55\xba";
+constexpr uint16_t kEmCuda = 190;
+// Where GenerateEmbedAsm puts a package's fatbins.
+constexpr std::string_view kBlobSectionPrefix = ".lrodata.kpack_";
+
+std::string ArchName(uint32_t sm, bool specific, bool family) {
+  return Arch{static_cast<int>(sm), specific ? Arch::Variant::kSpecific
+                                    : family ? Arch::Variant::kFamily
+                                             : Arch::Variant::kPlain}
+      .Name();
+}
+
+void AddCubinFacts(const CubinInfo& info, const CubinKernel* k, InspectRow& row) {
+  row.debug_code = CubinIsDebug(info);
+  if (row.build_mode.empty()) row.build_mode = row.debug_code ? "debug" : "release";
+  if (!k) return;
+  row.registers = k->registers;
+  row.static_shared_bytes = k->static_shared_bytes;
+  row.local_bytes = k->local_bytes;
+}
+
+// The rows of one or more concatenated fatbin containers.
+bool InspectFatbins(std::string_view bytes, InspectReport& report, std::string* error) {
+  std::optional<std::vector<FatbinEntry>> entries = ReadFatbin(bytes, error);
+  if (!entries) return false;
+  // Containers: an entry whose identifier changes starts a new fatbin, as
+  // does every entry of a foreign fatbin without identifiers.
+  std::vector<InspectRow> rows;
+  for (const FatbinEntry& e : *entries) {
+    InspectRow row;
+    row.ptx = e.kind == FatbinEntryKind::kPtx;
+    row.arch = row.ptx ? "compute_" + std::to_string(e.sm) : ArchName(e.sm, e.arch_specific, e.family_specific);
+    row.size = e.payload_size;
+    row.compressed = e.compressed;
+    if (std::optional<FatbinIdentParts> id = ParseFatbinIdent(e.identifier_if_any)) {
+      row.package = id->package;
+      row.kernel = id->kernel;
+      row.specialization = id->specialization;
+      row.build_mode = id->build_mode;
+    }
+    if (e.kind == FatbinEntryKind::kElf && !e.compressed) {
+      std::string cubin_error;
+      if (std::optional<CubinInfo> info = ReadCubin(FatbinPayload(bytes, e), &cubin_error)) {
+        const CubinKernel* k = info->kernels.size() == 1 ? &info->kernels[0] : nullptr;
+        if (row.kernel.empty() && k) row.kernel = k->name;
+        AddCubinFacts(*info, k, row);
+      }
+    }
+    if (row.build_mode.empty()) row.build_mode = e.debug ? "debug" : "?";
+    rows.push_back(std::move(row));
+  }
+  // A fatbin (rows with the same specialization, or the whole input when
+  // there are no identifiers) has PTX if any of its rows is PTX.
+  for (InspectRow& row : rows)
+    row.fatbin_has_ptx = std::any_of(rows.begin(), rows.end(), [&](const InspectRow& other) {
+      return other.ptx && other.specialization == row.specialization && other.package == row.package;
+    });
+  // Count containers: each starts with the magic at a known offset.
+  for (size_t at = 0; at + 16 <= bytes.size();) {
+    if (bytes.substr(at, 4) != kFatbinMagic) {
+      ++at;
+      continue;
+    }
+    uint64_t size = 0;
+    for (int i = 7; i >= 0; --i) size = size << 8 | static_cast<uint8_t>(bytes[at + 8 + i]);
+    report.fatbins += 1;
+    report.fatbin_bytes += 16 + size;
+    at += 16 + size;
+  }
+  report.rows.insert(report.rows.end(), rows.begin(), rows.end());
+  return true;
+}
+
+bool InspectCubin(std::string_view bytes, InspectReport& report, std::string* error) {
+  std::optional<CubinInfo> info = ReadCubin(bytes, error);
+  if (!info) return false;
+  for (const CubinKernel& k : info->kernels) {
+    InspectRow row;
+    row.kernel = k.name;
+    row.arch = ArchName(info->sm, info->arch_specific, info->family_specific);
+    row.size = bytes.size();
+    AddCubinFacts(*info, &k, row);
+    report.rows.push_back(std::move(row));
+  }
+  return true;
+}
+
+bool InspectObject(llvm::MemoryBufferRef buffer, InspectReport& report, std::string* error) {
+  llvm::Expected<std::unique_ptr<llvm::object::ObjectFile>> object =
+      llvm::object::ObjectFile::createObjectFile(buffer);
+  if (!object) {
+    llvm::consumeError(object.takeError());
+    return true;  // not an object (e.g. a symbol table member): nothing of kpack's
+  }
+  for (const llvm::object::SectionRef& section : (*object)->sections()) {
+    llvm::Expected<llvm::StringRef> name = section.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    if (!name->starts_with(kBlobSectionPrefix)) continue;
+    llvm::Expected<llvm::StringRef> contents = section.getContents();
+    if (!contents) {
+      *error = buffer.getBufferIdentifier().str() + ": " + llvm::toString(contents.takeError());
+      return false;
+    }
+    std::string fatbin_error;
+    if (!InspectFatbins(std::string_view(contents->data(), contents->size()), report, &fatbin_error)) {
+      *error = buffer.getBufferIdentifier().str() + ": section " + name->str() + ": " + fatbin_error;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool InspectArchive(std::string_view bytes, const std::string& path, InspectReport& report, std::string* error) {
+  // A thin archive's members are files named relative to the archive's path.
+  llvm::MemoryBufferRef buffer(llvm::StringRef(bytes.data(), bytes.size()), path.empty() ? "archive" : path);
+  llvm::Expected<std::unique_ptr<llvm::object::Archive>> archive = llvm::object::Archive::create(buffer);
+  if (!archive) {
+    *error = "malformed static library: " + llvm::toString(archive.takeError());
+    return false;
+  }
+  llvm::Error err = llvm::Error::success();
+  for (const llvm::object::Archive::Child& child : (*archive)->children(err)) {
+    if ((*archive)->isThin()) {
+      // LLVM 19 opens thin members relative to the working directory, not
+      // to the archive: read them here.
+      llvm::Expected<llvm::StringRef> name = child.getName();
+      if (!name) {
+        *error = "malformed static library: " + llvm::toString(name.takeError());
+        llvm::consumeError(std::move(err));
+        return false;
+      }
+      std::filesystem::path file = std::filesystem::path(path).parent_path() / name->str();
+      std::optional<std::string> bytes_of_member = ReadFile(file.string());
+      if (!bytes_of_member) {
+        *error = "cannot read " + file.string() + ", a member of the thin archive";
+        llvm::consumeError(std::move(err));
+        return false;
+      }
+      if (!InspectObject(llvm::MemoryBufferRef(*bytes_of_member, file.string()), report, error)) {
+        llvm::consumeError(std::move(err));
+        return false;
+      }
+      continue;
+    }
+    llvm::Expected<llvm::MemoryBufferRef> member = child.getMemoryBufferRef();
+    if (!member) {
+      *error = "malformed static library member: " + llvm::toString(member.takeError());
+      llvm::consumeError(std::move(err));
+      return false;
+    }
+    if (!InspectObject(*member, report, error)) {
+      llvm::consumeError(std::move(err));
+      return false;
+    }
+  }
+  if (err) {
+    *error = "malformed static library: " + llvm::toString(std::move(err));
+    return false;
+  }
+  return true;
+}
+
+std::string Optional(const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : "-"; }
+
+}  // namespace
+
+std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error, const std::string& path) {
+  InspectReport report;
+  bool ok = false;
+  if (bytes.substr(0, kArchiveMagic.size()) == kArchiveMagic ||
+      bytes.substr(0, kThinArchiveMagic.size()) == kThinArchiveMagic) {
+    report.file_kind = "static library";
+    ok = InspectArchive(bytes, path, report, error);
+  } else if (bytes.substr(0, kFatbinMagic.size()) == kFatbinMagic) {
+    report.file_kind = "fatbin";
+    ok = InspectFatbins(bytes, report, error);
+  } else if (bytes.substr(0, 4) == kElfMagic && bytes.size() >= 20 &&
+             (static_cast<uint8_t>(bytes[18]) | static_cast<uint8_t>(bytes[19]) << 8) == kEmCuda) {
+    report.file_kind = "cubin";
+    ok = InspectCubin(bytes, report, error);
+  } else if (bytes.substr(0, 4) == kElfMagic) {
+    report.file_kind = "object";
+    ok = InspectObject(llvm::MemoryBufferRef(llvm::StringRef(bytes.data(), bytes.size()), "object"), report, error);
+  } else {
+    *error = "not a static library, fatbin or cubin";
+  }
+  if (!ok) return std::nullopt;
+  return report;
+}
+
+std::string FormatInspectTable(const InspectReport& r) {
+  std::vector<std::vector<std::string>> cells = {
+      {"kernel", "specialization", "arch", "bytes", "regs", "smem", "local", "ptx", "mode"}};
+  for (const InspectRow& row : r.rows)
+    cells.push_back({row.kernel, row.specialization.empty() ? "-" : row.specialization, row.arch,
+                     std::to_string(row.size) + (row.compressed ? "z" : ""), Optional(row.registers),
+                     Optional(row.static_shared_bytes), Optional(row.local_bytes),
+                     row.ptx ? "image" : row.fatbin_has_ptx ? "yes" : "no", row.build_mode});
+  std::vector<size_t> width(cells[0].size(), 0);
+  for (const auto& line : cells)
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  std::string out;
+  for (const auto& line : cells) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      bool numeric = c >= 3 && c <= 6;  // right-aligned
+      std::string pad(width[c] - line[c].size(), ' ');
+      text += (c ? "  " : "") + (numeric ? pad + line[c] : line[c] + (c + 1 < line.size() ? pad : ""));
+    }
+    out += text + "\n";
+  }
+  size_t debug = std::count_if(r.rows.begin(), r.rows.end(), [](const InspectRow& x) { return x.build_mode == "debug"; });
+  out += r.file_kind + ": " + std::to_string(r.rows.size()) + " images";
+  if (r.fatbins) out += " in " + std::to_string(r.fatbins) + " fatbins (" + std::to_string(r.fatbin_bytes) + " bytes)";
+  out += debug ? "; " + std::to_string(debug) + " DEBUG images (slow)\n" : "; all release builds\n";
+  if (std::any_of(r.rows.begin(), r.rows.end(), [](const InspectRow& x) { return x.compressed; }))
+    out += "z: compressed image; its registers and shared memory are not read\n";
+  return out;
+}
+
+std::string FormatInspectJson(const InspectReport& r) {
+  namespace json = llvm::json;
+  json::Array rows;
+  for (const InspectRow& row : r.rows) {
+    json::Object o{{"package", row.package},       {"kernel", row.kernel}, {"specialization", row.specialization},
+                   {"arch", row.arch},             {"kind", row.ptx ? "ptx" : "sass"},
+                   {"fatbin_has_ptx", row.fatbin_has_ptx}, {"size", static_cast<int64_t>(row.size)},
+                   {"compressed", row.compressed}, {"build_mode", row.build_mode}, {"debug_code", row.debug_code}};
+    if (row.registers) o["registers"] = static_cast<int64_t>(*row.registers);
+    if (row.static_shared_bytes) o["static_shared_bytes"] = static_cast<int64_t>(*row.static_shared_bytes);
+    if (row.local_bytes) o["local_bytes"] = static_cast<int64_t>(*row.local_bytes);
+    rows.push_back(std::move(o));
+  }
+  json::Object root{{"file_kind", r.file_kind},
+                    {"fatbins", static_cast<int64_t>(r.fatbins)},
+                    {"fatbin_bytes", static_cast<int64_t>(r.fatbin_bytes)},
+                    {"images", std::move(rows)}};
+  return llvm::formatv("{0:2}", json::Value(std::move(root))).str() + "\n";
+}
+
+int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  bool as_json = false;
+  std::string path;
+  for (const std::string& a : args) {
+    if (a == "--json") {
+      as_json = true;
+    } else if (!a.empty() && a[0] == '-') {
+      err << "kpack: error: unknown option " << a << " (usage: kpack inspect FILE [--json])\n";
+      return 2;
+    } else if (!path.empty()) {
+      err << "kpack: error: more than one file given (usage: kpack inspect FILE [--json])\n";
+      return 2;
+    } else {
+      path = a;
+    }
+  }
+  if (path.empty()) {
+    err << "kpack: error: no file given (usage: kpack inspect FILE [--json])\n";
+    return 2;
+  }
+  std::optional<std::string> bytes = ReadFile(path);
+  if (!bytes) {
+    err << path << ": error: cannot read the file\n";
+    return 1;
+  }
+  std::string error;
+  std::optional<InspectReport> report = Inspect(*bytes, &error, path);
+  if (!report) {
+    err << path << ": error: " << error << "\n";
+    return 1;
+  }
+  out << (as_json ? FormatInspectJson(*report) : FormatInspectTable(*report));
+  return 0;
+}
+
+}  // namespace kpack

@@ -1,0 +1,135 @@
+#include "inventory.h"
+
+#include <map>
+
+#include "fs_util.h"
+#include "triton.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#pragma GCC diagnostic pop
+
+namespace kpack {
+namespace {
+
+namespace json = llvm::json;
+
+json::Array ArchNames(const std::vector<Arch>& archs) {
+  json::Array out;
+  for (const Arch& a : archs) out.push_back(a.Name());
+  return out;
+}
+
+json::Array Strings(const std::vector<std::string>& items) {
+  json::Array out;
+  for (const std::string& s : items) out.push_back(s);
+  return out;
+}
+
+// The last non-empty line of `nvcc --version`: "Build cuda_13.0.r13.0/...".
+std::string LastLine(const std::string& text) {
+  size_t end = text.find_last_not_of("\r\n");
+  if (end == std::string::npos) return "";
+  size_t begin = text.rfind('\n', end);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+// A unit's flags without the -I of the kernel's directory (a path relative
+// to wherever the build runs).
+json::Array PortableFlags(const Unit& u) {
+  json::Array out;
+  for (const std::string& f : u.flags)
+    if (f.rfind("-I", 0) != 0) out.push_back(f);
+  return out;
+}
+
+json::Object UnitJson(const Unit& u, const CompiledUnit& c, const UnitFacts& f) {
+  json::Object o{{"arch", u.ptx ? "compute_" + std::to_string(u.arch.number) : u.arch.Name()},
+                 {"kind", u.ptx ? "ptx" : "sass"},
+                 {"size", static_cast<int64_t>(c.binary.size())},
+                 {"blake3", HashHex(c.binary)}};
+  if (u.ptx) return o;
+  o["registers"] = static_cast<int64_t>(f.registers);
+  o["static_shared_bytes"] = static_cast<int64_t>(f.static_shared_bytes);
+  o["local_bytes"] = static_cast<int64_t>(f.local_bytes);
+  o["max_threads"] = static_cast<int64_t>(f.max_threads);
+  o["debug_code"] = f.debug_code;
+  if (u.triton) {
+    std::string error;
+    if (std::optional<TritonMeta> meta = ParseTritonMeta(c.meta, &error)) {
+      o["dynamic_shared_bytes"] = static_cast<int64_t>(meta->shared);
+      o["num_warps"] = static_cast<int64_t>(meta->num_warps);
+    }
+  } else {
+    o["flags"] = PortableFlags(u);
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string GenerateInventory(const InventoryInput& in) {
+  const Package& pkg = *in.package;
+  const Plan& plan = *in.plan;
+  // Units per specialization, in plan order.
+  std::map<const Specialization*, json::Array> units;
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    const Unit& u = plan.units[i];
+    units[u.spec].push_back(UnitJson(u, (*in.compiled)[i], (*in.facts)[i]));
+  }
+  std::map<const Kernel*, json::Array> specs_of;
+  int64_t total_fatbin = 0, debug_specs = 0;
+  for (const PackedSpec& p : *in.packed) {
+    const Specialization& s = *p.spec;
+    const Kernel& k = *s.kernel;
+    json::Object constexprs;
+    for (size_t c = 0; c < k.constexprs.size(); ++c) constexprs[k.constexprs[c].name] = ValueText(k.constexprs[c], s.values[c]);
+    specs_of[&k].push_back(json::Object{
+        {"name", s.name},
+        {"launcher", s.launcher},
+        {"symbol", s.symbol},
+        {"constexprs", std::move(constexprs)},
+        {"build_mode", p.build_mode},
+        {"sass_archs", ArchNames(p.sass_archs)},
+        {"ptx_archs", ArchNames(p.ptx_archs)},
+        {"fatbin", json::Object{{"size", static_cast<int64_t>(p.fatbin.size())}, {"blake3", HashHex(p.fatbin)}}},
+        {"units", std::move(units[&s])}});
+    total_fatbin += static_cast<int64_t>(p.fatbin.size());
+    debug_specs += p.build_mode == "debug" ? 1 : 0;
+  }
+  json::Array kernels;
+  for (const Kernel& k : pkg.kernels) {
+    json::Object o{{"name", k.name},
+                   {"language", k.language == Language::kTriton ? "triton" : "cuda"},
+                   {"source", k.source_text},
+                   {"entry", k.entry},
+                   {"build_mode", k.BuildMode()},
+                   {"allow_debug", k.allow_debug},
+                   {"archs", ArchNames(k.BuildArchs())},
+                   {"ptx", k.ptx},
+                   {"specializations", std::move(specs_of[&k])}};
+    if (k.language == Language::kCuda) o["nvcc_flags"] = Strings(k.nvcc_flags);
+    if (k.debug) o["debug_reason"] = k.debug_reason;
+    kernels.push_back(std::move(o));
+  }
+  json::Object root{
+      {"format", kInventoryFormat},
+      {"package", pkg.name},
+      {"prefix", pkg.prefix},
+      {"manifest", in.manifest_label},
+      {"kpack_version", in.kpack_version},
+      {"abi_version", in.abi_version},
+      {"build_mode", debug_specs > 0 ? "debug" : "release"},
+      {"toolchain", json::Object{{"nvcc", LastLine(in.nvcc_version)}, {"triton", LastLine(in.triton_version)}}},
+      {"compress_mode", in.compress_mode.empty() ? "default" : in.compress_mode},
+      {"num_specializations", static_cast<int64_t>(in.packed->size())},
+      {"num_debug_specializations", debug_specs},
+      {"num_units", static_cast<int64_t>(plan.units.size())},
+      {"fatbin_bytes", total_fatbin},
+      {"kernels", std::move(kernels)}};
+  return llvm::formatv("{0:2}", json::Value(std::move(root))).str() + "\n";
+}
+
+}  // namespace kpack

@@ -1,0 +1,96 @@
+// The inventory of the golden package, from a plan with made-up binaries and
+// facts: every specialization and unit is listed with its facts, the
+// build-dependent -I flag is left out, and the output is deterministic.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "fs_util.h"
+#include "inventory.h"
+#include "manifest.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "llvm/Support/JSON.h"
+#pragma GCC diagnostic pop
+
+namespace {
+
+struct Built {
+  std::optional<kpack::Package> pkg;
+  std::vector<kpack::Specialization> specs;
+  kpack::Plan plan;
+  std::vector<kpack::CompiledUnit> compiled;
+  std::vector<kpack::UnitFacts> facts;
+  std::vector<kpack::PackedSpec> packed;
+
+  std::string Inventory() {
+    return kpack::GenerateInventory({&*pkg, "manifests/golden/kpack.yaml", "0.1.0", 1, "nvcc\nBuild cuda_13.0\n",
+                                     "", "", &plan, &compiled, &facts, &packed});
+  }
+};
+
+Built BuildGolden() {
+  Built b;
+  const char* data = std::getenv("KPACK_TEST_DATA");
+  REQUIRE(data != nullptr);
+  std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(data);
+  kpack::Diagnostics diag;
+  b.pkg = kpack::LoadPackage("manifests/golden/kpack.yaml", {}, diag);
+  REQUIRE(diag.Text() == "");
+  b.specs = kpack::Expand(*b.pkg, diag);
+  std::filesystem::current_path(previous);
+  b.plan = kpack::MakePlan(b.specs, kpack::ToolVersions{"nvcc 13", ""});
+  for (size_t i = 0; i < b.plan.units.size(); ++i) {
+    b.compiled.push_back(kpack::CompiledUnit{"cubin of " + b.plan.units[i].name, "", {}, false});
+    b.facts.push_back(kpack::UnitFacts{static_cast<uint32_t>(10 + i), 64, 0, 128, false, false});
+  }
+  for (const kpack::Specialization& s : b.specs)
+    b.packed.push_back(kpack::PackedSpec{&s, "fatbin of " + s.name, {kpack::Arch{80}, kpack::Arch{90}}, {}, "release"});
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("the inventory lists every specialization and unit with its facts") {
+  Built b = BuildGolden();
+  std::string text = b.Inventory();
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  REQUIRE(static_cast<bool>(parsed));
+  const llvm::json::Object& root = *parsed->getAsObject();
+  CHECK(*root.getString("format") == "kpack-inventory/1");
+  CHECK(*root.getString("package") == "golden");
+  CHECK(*root.getString("prefix") == "gk");
+  CHECK(*root.getString("build_mode") == "release");
+  CHECK(*root.getObject("toolchain")->getString("nvcc") == "Build cuda_13.0");
+  CHECK(*root.getInteger("num_specializations") == static_cast<int64_t>(b.specs.size()));
+  CHECK(*root.getInteger("num_units") == static_cast<int64_t>(b.plan.units.size()));
+  const llvm::json::Object& scale = *root.getArray("kernels")->front().getAsObject();
+  CHECK(*scale.getString("name") == "scale");
+  const llvm::json::Object& spec = *scale.getArray("specializations")->front().getAsObject();
+  CHECK(*spec.getString("name") == b.specs[0].name);
+  CHECK(*spec.getString("launcher") == b.specs[0].launcher);
+  CHECK(*spec.getObject("fatbin")->getString("blake3") == kpack::HashHex("fatbin of " + b.specs[0].name));
+  const llvm::json::Array& units = *spec.getArray("units");
+  REQUIRE(units.size() == 2);
+  const llvm::json::Object& unit = *units[1].getAsObject();
+  CHECK(*unit.getString("arch") == "sm_90");
+  CHECK(*unit.getInteger("registers") == 11);
+  CHECK(*unit.getInteger("static_shared_bytes") == 64);
+  CHECK(*unit.getString("blake3") == kpack::HashHex("cubin of " + b.plan.units[1].name));
+  std::string flags;
+  for (const llvm::json::Value& f : *unit.getArray("flags")) flags += std::string(*f.getAsString()) + " ";
+  CHECK(flags == "-cubin -arch=sm_90 -O3 -std=c++17 ");  // no -I<dir>
+  CHECK(text.find(std::filesystem::current_path().string()) == std::string::npos);
+}
+
+TEST_CASE("the inventory is deterministic and records debug specializations") {
+  Built a = BuildGolden(), b = BuildGolden();
+  CHECK(a.Inventory() == b.Inventory());
+  a.packed[0].build_mode = "debug";
+  std::string text = a.Inventory();
+  CHECK(text.find("\"build_mode\": \"debug\"") != std::string::npos);
+  CHECK(text.find("\"num_debug_specializations\": 1") != std::string::npos);
+}

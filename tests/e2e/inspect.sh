@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# kpack inspect on libraries this build made: the two test packages
+# (Meson's thin archives) and the bundled libkernels.a.  The cubin and fatbin
+# paths are unit-tested (tests/compiler/inspect_test.cc); the inventory
+# cross-check is in install.sh.
+#
+#   inspect.sh KPACK LIBALPHA LIBBETA LIBKERNELS
+set -euo pipefail
+kpack=$1 alpha=$2 beta=$3 kernels=$4
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$kpack" inspect "$alpha" > "$work/alpha.txt"
+"$kpack" inspect "$beta" > "$work/beta.txt"
+cat "$work/alpha.txt" "$work/beta.txt"
+# Columns other than sizes and registers, which depend on the toolkit.
+shape() { awk '{ print $1, $2, $3, $8, $9 }' "$1" | head -n -1; }
+[ "$(shape "$work/alpha.txt")" = "kernel specialization arch ptx mode
+scale scale_f32 sm_80 no release
+scale scale_f16 sm_80 no release" ] || { echo "FAILED: alpha's table"; exit 1; }
+[ "$(shape "$work/beta.txt")" = "kernel specialization arch ptx mode
+scale scale_f16 sm_80 no debug" ] || { echo "FAILED: beta's table"; exit 1; }
+grep -qx "static library: 2 images in 2 fatbins ([0-9]* bytes); all release builds" "$work/alpha.txt" ||
+  { echo "FAILED: alpha's summary"; exit 1; }
+grep -qx "static library: 1 images in 1 fatbins ([0-9]* bytes); 1 DEBUG images (slow)" "$work/beta.txt" ||
+  { echo "FAILED: beta's summary"; exit 1; }
+
+# --json of the bundled library: every row named, every cubin read.
+"$kpack" inspect --json "$kernels" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["file_kind"] == "static library" and d["fatbins"] > 0, d["fatbins"]
+for i in d["images"]:
+    assert i["package"] == "kernels" and i["specialization"] and i["build_mode"] == "release", i
+    assert i["kind"] == "sass" and i["registers"] > 0 and not i["compressed"], i
+print("libkernels.a: %d images in %d fatbins" % (len(d["images"]), d["fatbins"]))'
+
+# Errors: the file and the reason, exit 1; usage, exit 2.
+echo "not a library" > "$work/notes.txt"
+set +e
+"$kpack" inspect "$work/notes.txt" 2> "$work/err.txt"; status=$?
+set -e
+[ $status -eq 1 ] && [ "$(cat "$work/err.txt")" = "$work/notes.txt: error: not a static library, fatbin or cubin" ] ||
+  { echo "FAILED: inspect of a text file: $status $(cat "$work/err.txt")"; exit 1; }
+set +e
+"$kpack" inspect 2> "$work/err.txt"; status=$?
+set -e
+[ $status -eq 2 ] || { echo "FAILED: inspect without a file exits $status"; exit 1; }
+echo "inspect: ok"

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# meson install, then the installed package consumed three ways: a C program
+# through pkg-config and make, a C++ program through CMake's find_package,
+# and the JSON inventory, checked against what `kpack inspect` reads from the
+# installed libkernels.a.
+#
+#   install.sh BUILD_DIR SOURCE_DIR PREFIX LIBDIR
+set -euo pipefail
+build=$1 src=$2 prefix=$3 libdir=$4
+here=$src/tests/consumer
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+stage=$work/stage
+root=$stage$prefix
+
+meson install -C "$build" --no-rebuild --quiet --destdir "$stage" >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; exit 1; }
+for f in include/kernels.h include/kpack.h "$libdir/libkernels.a" "$libdir/pkgconfig/kernels.pc" \
+         "$libdir/cmake/kernels/kernelsConfig.cmake" "$libdir/cmake/kernels/kernelsConfigVersion.cmake" \
+         share/kernels/kernels.json bin/kpack; do
+  [ -f "$root/$f" ] || { echo "FAILED: meson install did not install $f"; exit 1; }
+done
+echo "install: ok"
+
+# C through pkg-config and make.  SYSROOT_DIR maps the .pc's /usr/local
+# paths into the staging directory, as for any DESTDIR install.
+PKG_CONFIG_PATH=$root/$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$stage \
+  make -s -f "$here/installed/Makefile" SRC="$here/consumer.c" OUT="$work/consumer_make"
+"$src/tests/consumer/check_no_libcuda.sh" "$work/consumer_make"
+echo "pkg-config + make: ok"
+
+# C++ through CMake's find_package; the package finds its prefix from its
+# own location, so the staged tree works as it is.
+cmake -S "$here/installed" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" \
+  -DCONSUMER_SOURCE="$here/consumer.cc" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+grep -q "kernels 0.1.0 inventory: $root/share/kernels/kernels.json" "$work/cmake.log" ||
+  { echo "FAILED: find_package(kernels) did not report the version and inventory"; cat "$work/cmake.log"; exit 1; }
+cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-build.log"; exit 1; }
+"$src/tests/consumer/check_no_libcuda.sh" "$work/cmake/consumer_cmake"
+echo "cmake find_package: ok"
+
+# The inventory lists every specialization and arch the library holds, with
+# the registers the check pass read: compare with kpack inspect.
+"$root/bin/kpack" inspect --json "$root/$libdir/libkernels.a" >"$work/inspect.json"
+python3 - "$root/share/kernels/kernels.json" "$work/inspect.json" <<'PY'
+import json, sys
+inventory = json.load(open(sys.argv[1]))
+inspect = json.load(open(sys.argv[2]))
+assert inventory["format"] == "kpack-inventory/1", inventory["format"]
+listed = {}
+for k in inventory["kernels"]:
+    for s in k["specializations"]:
+        assert s["build_mode"] == "release", s["name"]
+        assert len(s["fatbin"]["blake3"]) == 64 and s["fatbin"]["size"] > 0, s["name"]
+        for u in s["units"]:
+            if u["kind"] == "sass":
+                listed[(k["name"], s["name"], u["arch"])] = u["registers"]
+seen = {(i["kernel"], i["specialization"], i["arch"]): i.get("registers") for i in inspect["images"]}
+assert seen == listed, sorted(set(seen.items()) ^ set(listed.items()))[:5]
+assert inventory["num_specializations"] == inspect["fatbins"], (inventory["num_specializations"], inspect["fatbins"])
+assert inventory["fatbin_bytes"] == inspect["fatbin_bytes"], (inventory["fatbin_bytes"], inspect["fatbin_bytes"])
+print("inventory: %d specializations, %d images, all in kpack inspect with the same registers"
+      % (inventory["num_specializations"], len(listed)))
+PY
