@@ -10,8 +10,8 @@
 //                  request's block: the exclusive prefix sum of q_len*kv_len
 //   mask           T*  the packed mask
 //   num_requests, max_q_len, max_kv_len  int32_t
-// Launch: block = 256, grid = (min(1024, cdiv(max_q_len * max_kv_len, TILE)
-// * min(num_requests, 1024)), min(cdiv(num_requests, 1024), 65535)).
+// Launch: block = 256, grid = (min(4096, cdiv(max_q_len * max_kv_len, TILE)
+// * min(num_requests, 512)), min(cdiv(num_requests, 512), 65535)).
 //
 // Request r owns the row-major q_len[r] x kv_len[r] block at
 // mask + mask_offsets[r]: element (q, k) is 0 where attention is allowed and
@@ -22,7 +22,7 @@
 // written, so gaps between blocks are left as they were.
 //
 // Work is balanced over the elements actually written, not over the largest
-// request: the requests are taken in batches of 1024 (batch y, y +
+// request: the requests are taken in batches of 512 (batch y, y +
 // gridDim.y, ...), each request's block is cut into TILE-element work items
 // (the last one shorter), and the batch's work items are numbered through
 // an exclusive prefix sum of the per-request counts that every block
@@ -95,7 +95,9 @@ __device__ __forceinline__ uint32_t fast_div(uint32_t n, FastDiv f) {
 namespace kpack_mask {
 
 constexpr int kThreads = 256;  // threads per block: the manifest's launch.block
-constexpr int kBatch = 1024;   // requests per batch: the manifest's grid uses it too
+// Requests per batch (the manifest's grid uses it too).  512 keeps the
+// block's shared memory at 14 KiB, so 8 blocks (2048 threads) fit an SM.
+constexpr int kBatch = 512;
 constexpr int kPerThread = kBatch / kThreads;
 
 // A batch's requests as every block of its row of the grid sees them.
