@@ -139,10 +139,10 @@ kpack_status kernels_giou_loss_bf16_b256(kpack_stream stream, const kpack_bf16 *
 
 /* ==== attention_mask_fill ===============================================
  *
- * Ragged additive attention mask: request r fills the row-major q_len[r] x kv_len[r] block at mask + mask_offsets[r] (the exclusive prefix sum of q_len * kv_len) with 0 where allowed and -inf where masked; allowed is k <= kv_len - q_len + q when CAUSAL, always otherwise.  q_len, kv_len and mask_offsets are device arrays; num_requests, max_q_len and max_kv_len only size the grid.  Nothing outside the requests' blocks is written.
+ * Ragged additive attention mask: request r fills the row-major q_len[r] x kv_len[r] block at mask + mask_offsets[r] (the exclusive prefix sum of q_len * kv_len) with 0 where allowed and -inf where masked; allowed is k <= kv_len - q_len + q when CAUSAL, always otherwise.  q_len, kv_len and mask_offsets are device arrays; num_requests, max_q_len and max_kv_len only size the grid.  Nothing outside the requests' blocks is written. Blocks share out TILE-element work items of the requests actually present (a prefix sum over each batch of 512 requests), so ragged batches cost what their elements cost.
  *
  * Source: ../templates/attention_mask_fill.cuh (CUDA entry attention_mask_fill), built for sm_80,sm_90.
- * Launch: grid (cdiv(max_q_len * max_kv_len, TILE), min(num_requests, 65535)), block (256), dynamic shared memory 0 bytes.
+ * Launch: grid (min(4096, cdiv(max_q_len * max_kv_len, TILE) * min(num_requests, 512)), min(cdiv(num_requests, 512), 65535)), block (256), dynamic shared memory 0 bytes.
  */
 
 /* One built combination of attention_mask_fill's constexprs. */
@@ -211,10 +211,10 @@ kpack_status kernels_attention_mask_fill_bf16_nocausal_t16384(kpack_stream strea
 
 /* ==== softmax ===========================================================
  *
- * Row softmax of a [rows, cols] tensor with row strides in elements (columns contiguous), fp32 math.  Rows of up to 4 KiB take a warp each, longer rows a block; rows that fit the register cache (BLOCK=256: 8192 f32 / 16384 f16 columns, BLOCK=512 and 1024: 16384 / 32768) are read once, longer rows twice.  In place allowed.
+ * Row softmax of a [rows, cols] tensor with row strides in elements (columns contiguous), fp32 math.  Rows of up to 16 KiB (8 KiB at BLOCK=1024) share groups of 8 to 128 threads, several rows per block, longer rows take a block; rows that fit the register cache (BLOCK=256: 8192 f32 / 16384 f16 columns, BLOCK=512 and 1024: 16384 / 32768) are read once, longer rows twice.  In place allowed.
  *
  * Source: ../templates/softmax.cuh (CUDA entry softmax), built for sm_80,sm_90.
- * Launch: grid (cdiv(rows, 1 + (BLOCK / 32 - 1) * (1 - min(1, cols * sizeof(T) / 4097)))), block (BLOCK), dynamic shared memory 0 bytes.
+ * Launch: grid (cdiv(rows, 1 + (BLOCK / 128 - 1) * (1 - min(1, max(0, cols) * sizeof(T) / (128 * (128 - 64 * (BLOCK / 1024)) + 1))) + (BLOCK / 64 - BLOCK / 128) * (1 - min(1, max(0, cols) * sizeof(T) / (64 * (128 - 64 * (BLOCK / 1024)) + 1))) + (BLOCK / 32 - BLOCK / 64) * (1 - min(1, max(0, cols) * sizeof(T) / (32 * (128 - 64 * (BLOCK / 1024)) + 1))) + (BLOCK / 16 - BLOCK / 32) * (1 - min(1, max(0, cols) * sizeof(T) / (16 * (128 - 64 * (BLOCK / 1024)) + 1))) + (BLOCK / 8 - BLOCK / 16) * (1 - min(1, max(0, cols) * sizeof(T) / (8 * (128 - 64 * (BLOCK / 1024)) + 1))))), block (BLOCK), dynamic shared memory 0 bytes.
  */
 
 /* One built combination of softmax's constexprs. */
@@ -275,7 +275,7 @@ kpack_status kernels_softmax_bf16_b1024(kpack_stream stream, const kpack_bf16 *i
  * Cross-entropy forward: loss[r] = logsumexp(logits[r, :]) - logits[r, targets[r]] in fp32 (f32 output for every T), 0 where targets[r] == ignore_index (engines pass -100), NaN for any other target outside [0, vocab).  One pass over each row; row_stride in elements.
  *
  * Source: ../templates/cross_entropy.cuh (CUDA entry cross_entropy_fwd), built for sm_80,sm_90.
- * Launch: grid (cdiv(rows, 1 + (BLOCK / 32 - 1) * (1 - min(1, vocab * sizeof(T) / 4097)))), block (BLOCK), dynamic shared memory 0 bytes.
+ * Launch: grid (cdiv(rows, 1 + (BLOCK / 128 - 1) * (1 - min(1, max(0, vocab) * sizeof(T) / (128 * 128 + 1))) + (BLOCK / 64 - BLOCK / 128) * (1 - min(1, max(0, vocab) * sizeof(T) / (64 * 128 + 1))) + (BLOCK / 32 - BLOCK / 64) * (1 - min(1, max(0, vocab) * sizeof(T) / (32 * 128 + 1))) + (BLOCK / 16 - BLOCK / 32) * (1 - min(1, max(0, vocab) * sizeof(T) / (16 * 128 + 1))) + (BLOCK / 8 - BLOCK / 16) * (1 - min(1, max(0, vocab) * sizeof(T) / (8 * 128 + 1))))), block (BLOCK), dynamic shared memory 0 bytes.
  */
 
 /* One built combination of cross_entropy's constexprs. */

@@ -34,6 +34,12 @@ __device__ __forceinline__ To bit_cast(const From& from) {
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// A compile-time int passed as a value (std::integral_constant without <type_traits>).
+template <int V>
+struct IntC {
+  static constexpr int value = V;
+};
+
 // Elements per 16-byte vector (LDG.128 / STG.128, the widest access).
 template <typename T>
 struct Vec {
@@ -271,16 +277,76 @@ __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
-// Rows handled by one block of BLOCK threads in the row kernels (softmax,
-// cross-entropy): a warp per row when a row is at most 4 KiB, so short rows
-// do not leave most of a block idle; otherwise the whole block per row.
-// The manifests' grid expressions compute the same number:
-//   1 + (BLOCK / 32 - 1) * (1 - min(1, cols * sizeof(T) / 4097))
-template <typename T>
-__device__ __forceinline__ bool warp_per_row(int64_t cols) {
-  return cols * static_cast<int64_t>(sizeof(T)) <= 4096;
+// Threads per row in the row kernels (softmax, cross-entropy): the
+// smallest group of 8, 16, 32, 64 or 128 threads that holds the row in BPT
+// bytes per thread (BPT / 16 vectors: softmax's register cache), else the
+// whole block.  Short rows thus share a warp and mid-sized rows share a
+// block, so every thread has the same vectors in flight whatever the row
+// length, and a block handles BLOCK / row_group rows.  The manifests' grid
+// expressions compute the same rows per block from the same thresholds:
+//   1 + (BLOCK/128 - 1) [bytes <= 128 BPT] + (BLOCK/64 - BLOCK/128) [bytes <= 64 BPT]
+//     + (BLOCK/32 - BLOCK/64) [bytes <= 32 BPT] + (BLOCK/16 - BLOCK/32) [bytes <= 16 BPT]
+//     + (BLOCK/8 - BLOCK/16) [bytes <= 8 BPT]
+// with bytes = max(0, cols) * sizeof(T) and [bytes <= X] written as
+// (1 - min(1, bytes / (X + 1))).  A group is at least 8 threads, so it
+// covers the < 16/sizeof(T) head and tail elements of a row.
+template <typename T, int BLOCK, int BPT>
+__device__ __forceinline__ int row_group(int64_t cols) {
+  static_assert(BLOCK >= 256 && (BLOCK & (BLOCK - 1)) == 0, "row kernels need BLOCK = 256, 512 or 1024");
+  const int64_t bytes = (cols > 0 ? cols : 0) * static_cast<int64_t>(sizeof(T));
+  for (int g = 8; g <= 128; g *= 2) {
+    if (bytes <= static_cast<int64_t>(g) * BPT) return g;
+  }
+  return BLOCK;
 }
 
+// Calls f(IntC<G>{}) with G = row_group<T, BLOCK, BPT>(cols), so the row
+// code is compiled once per group size with G a constant.
+template <typename T, int BLOCK, int BPT, typename F>
+__device__ __forceinline__ void with_row_group(int64_t cols, F&& f) {
+  switch (row_group<T, BLOCK, BPT>(cols)) {
+    case 8: f(IntC<8>{}); break;
+    case 16: f(IntC<16>{}); break;
+    case 32: f(IntC<32>{}); break;
+    case 64: f(IntC<64>{}); break;
+    case 128: f(IntC<128>{}); break;
+    default: f(IntC<BLOCK>{}); break;
+  }
+}
+
+// Reduction over a group of G consecutive threads (G a power of two, G
+// dividing BLOCK); every thread of the group gets the group's total.
+//   G <= 32:      shuffles within the warp (offsets < G stay in the group);
+//                 all 32 lanes of the warp must call it.
+//   32 < G < BLOCK: one warp total per warp through `red`, one barrier, then
+//                 each thread merges its group's G/32 totals in order.
+//   G == BLOCK:   block_reduce.
+// For G > 32 every thread of the block must call it, once per launch
+// (`red` holds BLOCK/32 + 1 entries).
+template <int G, int BLOCK>
+__device__ __forceinline__ MaxSum group_reduce(MaxSum v, MaxSum* red) {
+  static_assert(G >= 8 && (G & (G - 1)) == 0 && BLOCK % G == 0, "G must be a power of two dividing BLOCK");
+  if constexpr (G <= 32) {
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) {
+      const MaxSum w = {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
+      v = merge(v, w);
+    }
+    return v;
+  } else if constexpr (G == BLOCK) {
+    return block_reduce<BLOCK>(v, red);
+  } else {
+    v = warp_reduce(v);
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    if (threadIdx.x % 32 == 0) red[warp] = v;
+    __syncthreads();
+    const int first = warp & ~(G / 32 - 1);
+    MaxSum r = red[first];
+#pragma unroll
+    for (int i = 1; i < G / 32; ++i) r = merge(r, red[first + i]);
+    return r;
+  }
+}
 }  // namespace kpack_tpl
 
 #endif  // KPACK_TEMPLATES_COMMON_CUH

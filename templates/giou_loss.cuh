@@ -35,6 +35,40 @@
 
 namespace kpack_giou {
 
+// a / b for b >= 1e-5 (the clamped denominators), computed per output
+// type.  The 16-bit outputs round to 11 or 8 bits, so a 2 ulp quotient is
+// invisible there, while the IEEE division's range checks and fix-up were a
+// third of the f16/bf16 kernels' instructions (16-byte pairs of 8-byte
+// boxes make those kernels arithmetic-bound).  f32 keeps the IEEE division.
+//   f16:  a * rcp.approx.ftz(b): f16 boxes give b < 2^35, and b = inf gives
+//         0 (or NaN for a = inf) as the IEEE division does;
+//   bf16: div.full.f32 (2 ulp over the full range: bf16 boxes can reach
+//         2^126, where the bare reciprocal flushes to 0).
+template <typename T>
+struct IsHalf {
+  static constexpr bool value = false;
+};
+template <>
+struct IsHalf<__half> {
+  static constexpr bool value = true;
+};
+
+template <typename T>
+__device__ __forceinline__ float divide(float a, float b) {
+  float r;
+  if constexpr (sizeof(T) == 4) {
+    r = a / b;
+  } else if constexpr (IsHalf<T>::value) {
+    float inv;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(inv) : "f"(b));
+    r = a * inv;
+  } else {
+    asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  }
+  return r;
+}
+
+template <typename T>
 __device__ __forceinline__ float giou_one(const float* p, const float* t, bool* ok) {
   const float area_p = (p[2] - p[0]) * (p[3] - p[1]);
   const float area_t = (t[2] - t[0]) * (t[3] - t[1]);
@@ -42,11 +76,11 @@ __device__ __forceinline__ float giou_one(const float* p, const float* t, bool* 
   const float ih = fmaxf(fminf(p[3], t[3]) - fmaxf(p[1], t[1]), 0.f);
   const float inter = iw * ih;
   const float uni = area_p + area_t - inter;
-  const float iou = inter / fmaxf(uni, 1e-5f);
+  const float iou = divide<T>(inter, fmaxf(uni, 1e-5f));
   const float ew = fmaxf(fmaxf(p[2], t[2]) - fminf(p[0], t[0]), 0.f);
   const float eh = fmaxf(fmaxf(p[3], t[3]) - fminf(p[1], t[1]), 0.f);
   const float enclose = ew * eh;
-  const float g = iou - (enclose - uni) / fmaxf(enclose, 1e-5f);
+  const float g = iou - divide<T>(enclose - uni, fmaxf(enclose, 1e-5f));
   *ok = t[3] > 0.f;
   return *ok ? g : 0.f;
 }
@@ -92,7 +126,7 @@ __device__ __forceinline__ void giou_loss_fwd(const T* preds, const T* targets, 
       unpack<T>(pv[u], p);
       unpack<T>(tv[u], t);
 #pragma unroll
-      for (int k = 0; k < BPV; ++k) g[k] = kpack_giou::giou_one(p + 4 * k, t + 4 * k, &ok[k]);
+      for (int k = 0; k < BPV; ++k) g[k] = kpack_giou::giou_one<T>(p + 4 * k, t + 4 * k, &ok[k]);
     } else {
 #pragma unroll
       for (int k = 0; k < BPV; ++k) {
@@ -105,7 +139,7 @@ __device__ __forceinline__ void giou_loss_fwd(const T* preds, const T* targets, 
             p[c] = load_f(preds + (b0 + k) * 4 + c);
             t[c] = load_f(targets + (b0 + k) * 4 + c);
           }
-          g[k] = kpack_giou::giou_one(p, t, &ok[k]);
+          g[k] = kpack_giou::giou_one<T>(p, t, &ok[k]);
         }
       }
     }

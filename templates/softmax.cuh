@@ -7,24 +7,28 @@
 //   in   const T*  row r starts at in + r * in_row_stride; columns contiguous
 //   out  T*        row r starts at out + r * out_row_stride
 //   rows, cols, in_row_stride, out_row_stride  int64_t (strides in elements)
-// Launch: block = BLOCK,
-//   grid = cdiv(rows, R), R = 1 + (BLOCK/32 - 1) * (1 - min(1, cols * sizeof(T) / 4097)):
-// rows of at most 4 KiB get one warp each (R = BLOCK/32 rows per block),
-// longer rows get the whole block (R = 1).  See kpack_tpl::warp_per_row.
+// Launch: block = BLOCK, grid = cdiv(rows, BLOCK / G), where G =
+// kpack_tpl::row_group<T, BLOCK, CV * 16>(cols) threads share a row: 8, 16,
+// 32, 64 or 128 for rows of at most 1, 2, 4, 8 or 16 KiB (half that at
+// BLOCK=1024, CV = 4), the whole block for longer rows (the manifest's grid
+// expression spells the same thresholds out).
 //
 // out[r, c] = exp(in[r, c] - max_r) / sum_c' exp(in[r, c'] - max_r), computed
 // in fp32 and rounded once to T.  Like torch.softmax: -inf entries give 0, a
 // row of only -inf (or with +inf or NaN) gives NaN; cols = 0 writes nothing.
 //
 // The row is read from global memory once when it fits the register cache
-// (CV 16-byte vectors per thread: BLOCK=256 caches 8192 f32 / 16384 f16
-// columns, BLOCK=512 and 1024 16384 f32 / 32768 f16; at 64 registers,
-// BLOCK=512 still runs two blocks per SM, so one block's reduction overlaps
-// the other's loads), and the rest of a longer row is read twice (an online max/sum pass, then the output pass; the second read
-// mostly hits L2).  Each row is split into a head of < 16/sizeof(T) elements
-// up to the first 16-byte boundary of the input row, 16-byte vectors, and a
-// tail, so any stride and any cols work with 16-byte loads; stores are
-// 16-byte too when the output row has the same alignment, else per element.
+// (CV 16-byte vectors per thread, CV = 8 at BLOCK <= 512 and 4 at 1024: a
+// group smaller than the block holds its whole row at CV = 8, and a whole
+// block of 256 caches 8192 f32 / 16384 f16 columns, of 512 or 1024 16384 f32
+// / 32768 f16; at 64 registers, BLOCK=512 still runs two blocks per SM, so
+// one block's reduction overlaps the other's loads), and the rest of a
+// longer row is read twice (an online max/sum pass, then the output pass;
+// the second read mostly hits L2).  Each row is split into a head of
+// < 16/sizeof(T) elements up to the first 16-byte boundary of the input row,
+// 16-byte vectors, and a tail, so any stride and any cols work with 16-byte
+// loads; stores are 16-byte too when the output row has the same alignment,
+// else per element.
 // In place (out == in with equal strides) is allowed.
 #pragma once
 
@@ -32,17 +36,19 @@
 
 namespace kpack_softmax {
 
-// One row handled by a group of G threads (a warp, or the whole block);
-// t is the thread's index in the group.
+// One row handled by a group of G threads (8 to 128 threads, or the whole
+// block); t is the thread's index in the group.  cols = 0 reads and writes
+// nothing but still joins the group's reduction (spare rows of the last
+// block, whose groups share warps and barriers with real rows).
 template <typename T, int G, int CV, int BLOCK>
 __device__ __forceinline__ void softmax_row(const T* x, T* y, int64_t cols, int t,
                                             kpack_tpl::MaxSum* red) {
   using namespace kpack_tpl;
   constexpr int VEC = Vec<T>::kN;
-  // Vectors in flight per step beyond the cache.  A warp's row overflows
-  // only at BLOCK=1024 (half of a 4 KiB row, just read, so L1-hot); one
-  // vector there keeps the 256-thread kernels within 64 registers.
-  constexpr int UO = G == 32 ? 1 : 2;
+  // A group smaller than the block gets rows of at most G * CV vectors
+  // (row_group's thresholds), so they never overflow the cache.
+  constexpr bool kFits = G < BLOCK;
+  constexpr int UO = 2;  // vectors in flight per step beyond the cache
 
   const int64_t head = min64(elems_to_align16(x), cols);
   const int64_t nvec = (cols - head) / VEC;
@@ -89,13 +95,9 @@ __device__ __forceinline__ void softmax_row(const T* x, T* y, int64_t cols, int 
     }
   }
   MaxSum st = {m, s};
-  fold_vectors<T, G, UO>(xv, static_cast<int64_t>(CV) * G, nvec, t, st);
+  if constexpr (!kFits) fold_vectors<T, G, UO>(xv, static_cast<int64_t>(CV) * G, nvec, t, st);
 
-  if constexpr (G == 32) {
-    st = warp_reduce(st);
-  } else {
-    st = block_reduce<BLOCK>(st, red);
-  }
+  st = group_reduce<G, BLOCK>(st, red);
   const float mx = safe_max(st.m);
   const float inv = 1.f / st.s;
 
@@ -119,6 +121,7 @@ __device__ __forceinline__ void softmax_row(const T* x, T* y, int64_t cols, int 
   }
   if (has_head) store_f(y + t, exp_shifted(xh - mx) * inv);
   if (has_tail) store_f(y + tail0 + t, exp_shifted(xt - mx) * inv);
+  if constexpr (kFits) return;
   for (int64_t v0 = static_cast<int64_t>(CV) * G + t; v0 < nvec; v0 += static_cast<int64_t>(UO) * G) {
     uint4 r[UO];
 #pragma unroll
@@ -147,15 +150,22 @@ __device__ __forceinline__ void softmax(const T* in, T* out, int64_t rows, int64
   __shared__ MaxSum red[BLOCK / 32 + 1];
   const int tid = static_cast<int>(threadIdx.x);
 
-  if (warp_per_row<T>(cols)) {
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * (BLOCK / 32) + tid / 32;
-    if (row >= rows) return;  // whole warp: the shuffles stay converged
-    kpack_softmax::softmax_row<T, 32, CV, BLOCK>(in + row * in_row_stride, out + row * out_row_stride,
-                                                 cols, tid % 32, nullptr);
-  } else {
-    const int64_t row = blockIdx.x;
-    if (row >= rows) return;  // whole block: __syncthreads stays uniform
-    kpack_softmax::softmax_row<T, BLOCK, CV, BLOCK>(in + row * in_row_stride,
-                                                    out + row * out_row_stride, cols, tid, red);
-  }
+  // Groups hold their rows whole in the cache: CV * 16 bytes per thread.
+  with_row_group<T, BLOCK, CV * 16>(cols, [&](auto g) {
+    constexpr int G = decltype(g)::value;
+    if constexpr (G == BLOCK) {
+      const int64_t row = blockIdx.x;
+      if (row >= rows) return;  // whole block: __syncthreads stays uniform
+      kpack_softmax::softmax_row<T, G, CV, BLOCK>(in + row * in_row_stride, out + row * out_row_stride, cols,
+                                                  tid, red);
+    } else {
+      // A spare group of the last block joins its warp's shuffles and the
+      // block's barrier with an empty row.
+      const int64_t row = static_cast<int64_t>(blockIdx.x) * (BLOCK / G) + tid / G;
+      const bool active = row < rows;
+      const int64_t r = active ? row : 0;
+      kpack_softmax::softmax_row<T, G, CV, BLOCK>(in + r * in_row_stride, out + r * out_row_stride,
+                                                  active ? cols : 0, tid % G, red);
+    }
+  });
 }

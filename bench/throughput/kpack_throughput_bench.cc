@@ -908,9 +908,9 @@ std::vector<MaskShape> mask_shapes() {
   v.push_back({"16 x q=kv=8192", std::vector<int32_t>(16, 8192), std::vector<int32_t>(16, 8192)});
   // A continuous-batching step, shuffled: 96 chunked prefills (q 256-2048
   // new tokens over kv q..q+2048, cached prefix included) and 160 decodes
-  // (q=1, kv 512-8192); about 1 GiB of f32 mask.  The grid is sized by
-  // max_q * max_kv for every request, so most blocks of the decode rows exit
-  // at once: the cost a ragged batch has with this launch contract.
+  // (q=1, kv 512-8192); about 1 GiB of f32 mask.  max_q * max_kv is ~60x
+  // the mean request: the kernel's blocks share out the work items of the
+  // requests present, so this costs what its elements cost.
   MaskShape r{"ragged: 96 prefill + 160 decode", {}, {}};
   Rng rng{4};
   for (int i = 0; i < 96; ++i) {

@@ -366,10 +366,22 @@ void test_mask(Ctx& ctx, DType t, bool causal, const MaskFn& launch, Check& c) {
     }
     cases.push_back(k);
   }
+  {
+    // Several batches of 512 requests, with requests of many work
+    // items among small ones (and empty ones) on both sides of a batch edge.
+    Case k{"ragged 2100", {}, {}, true, 1, 1};
+    for (int i = 0; i < 2100; ++i) {
+      const bool big = i % 300 == 17 || i == 511 || i == 512 || i == 1023 || i == 1024;
+      k.q.push_back(big ? static_cast<int32_t>(ctx.integer(200, 400)) : static_cast<int32_t>(ctx.integer(0, 4)));
+      k.kv.push_back(big ? static_cast<int32_t>(ctx.integer(600, 1200)) : static_cast<int32_t>(ctx.integer(0, 50)));
+    }
+    cases.push_back(k);
+  }
   cases.push_back({"prefill", {700, 300, 1}, {700, 1500, 4097}, false, 0, 1});
   cases.push_back({"prefill+small-grid", {700, 300, 1}, {700, 1500, 4097}, false, 1, 7});
   {
-    // More requests than grid.y allows (65535): blocks loop over requests.
+    // 137 batches of 512 requests, one row of blocks each.  (A grid.y past
+    // 65535 rows, where rows loop over batches, needs 33M requests: not run.)
     Case k{"70000 requests", std::vector<int32_t>(70000, 1), std::vector<int32_t>(70000, 3), false, 0, 1};
     k.q[69999] = 2;
     cases.push_back(k);
@@ -435,6 +447,10 @@ void test_softmax(Ctx& ctx, DType t, const SoftmaxFn& launch, Check& c) {
       {4, 4099, 0, 0, 0, false},    {2, 8193, 2, 2, 0, false},    {2, 16391, 0, 0, 0, false},
       {2, 20000, 0, 3, 0.9, false}, {2, 32771, 1, 1, 0, false},   {1, 70001, 0, 0, 0, false},
       {6, 3000, 0, 0, 0, true},     {40, 513, 0, 0, 0, true},
+      // Several rows per group size (8 to 128 threads a row), with a
+      // partial last block: 200 / 500 / 1000 / 3000 / 4096 columns.
+      {21, 200, 1, 3, 0, false},    {33, 500, 0, 0, 0.5, true},   {19, 3000, 2, 0, 0, false},
+      {13, 4096, 0, 0, 0, false},   {5, 4096, 8, 8, 0, false},
   };
   const size_t es = kref::dtype_size(t);
   for (const Case& k : cases) {
@@ -497,7 +513,9 @@ void test_cross_entropy(Ctx& ctx, DType t, const CrossEntropyFn& launch, Check& 
     int64_t rows, vocab, pad;  // row stride = vocab + pad
   };
   const std::vector<Case> cases = {{1, 1, 0},    {5, 10, 3},   {7, 1000, 0},   {33, 1024, 1},     {4, 2049, 0},
-                                   {9, 2048, 0}, {6, 32000, 0}, {2, 128256, 5}, {3, 70001, 0}};
+                                   {9, 2048, 0}, {6, 32000, 0}, {2, 128256, 5}, {3, 70001, 0},
+                                   // Several rows per group size, partial last block.
+                                   {70, 100, 0}, {45, 700, 2}, {17, 3000, 1}, {13, 4096, 0}};
   const int64_t ignore_index = -100;
   const size_t es = kref::dtype_size(t);
   for (const Case& k : cases) {
