@@ -44,7 +44,7 @@ Built BuildGolden() {
   std::filesystem::current_path(previous);
   b.plan = kpack::MakePlan(b.specs, kpack::ToolVersions{"nvcc 13", ""});
   for (size_t i = 0; i < b.plan.units.size(); ++i) {
-    b.compiled.push_back(kpack::CompiledUnit{"cubin of " + b.plan.units[i].name, "", {}, false});
+    b.compiled.push_back(kpack::CompiledUnit{"cubin of " + b.plan.units[i].name, "", {}});
     b.facts.push_back(kpack::UnitFacts{static_cast<uint32_t>(10 + i), 64, 0, 128, false, false});
   }
   for (const kpack::Specialization& s : b.specs)

@@ -371,7 +371,7 @@ kpack_status gk_build_info(kpack_build_info *info) {
   info->kpack_version = "0.1.0";
   info->abi_version = 1;
   info->build_mode = "release";
-  info->num_specializations = 5;
+  info->num_specializations = 7;
   info->num_debug_specializations = 0;
   if (kpack_abi_version() != 1)
     return kpack_fail(KPACK_ERROR_ABI_MISMATCH, "gk_build_info: generated for kpack ABI 1, but the linked runtime implements ABI %d", kpack_abi_version());
