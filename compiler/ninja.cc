@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -22,7 +23,25 @@ std::string NinjaCommand(const std::vector<std::string>& argv) {
   return out;
 }
 
-constexpr Durability kRegenerated = Durability::kRegenerated;
+// Writes the request files (and build.ninja) that changed, on a thread per
+// core: thousands of small files are mostly file-system latency.  Returns
+// the first error.
+std::string WriteAllIfChanged(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> errors(files.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++)
+      errors[i] = WriteFileIfChanged(files[i].first, files[i].second, Durability::kRegenerated);
+  };
+  size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), files.size() / 64 + 1);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) return e;
+  return "";
+}
 
 std::string RunId() {
   auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -64,12 +83,10 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
       "rule fatbin\n  command = " + NinjaCommand({options.kpack, "step"}) + " $in\n"
       "  description = fatbin $name\n\n";
   std::vector<UnitFiles> files;
+  std::vector<std::pair<std::string, std::string>> requests;
   for (const Unit& u : plan.units) {
     files.push_back(UnitFilesFor(env.work_dir, u.name));
-    if (std::string e = WriteFileIfChanged(files.back().request, UnitRequestJson(MakeUnitJob(u), env), kRegenerated); !e.empty()) {
-      diag.Error(e);
-      return false;
-    }
+    requests.emplace_back(files.back().request, UnitRequestJson(MakeUnitJob(u), env));
     text += "build " + NinjaEscapePath(files.back().binary) + ": unit " + NinjaEscapePath(files.back().request) +
             "\n  name = " + u.name + "\n";
   }
@@ -83,16 +100,14 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
     fatbins.push_back(MakeFatbinJob(plan, begin, end, images, pack));
     fatbin_begin.push_back(begin);
     std::string request = fatbins.back().output.substr(0, fatbins.back().output.size() - 7) + ".pack";
-    if (std::string e = WriteFileIfChanged(request, FatbinRequestJson(fatbins.back()), kRegenerated); !e.empty()) {
-      diag.Error(e);
-      return false;
-    }
+    requests.emplace_back(request, FatbinRequestJson(fatbins.back()));
     text += "build " + NinjaEscapePath(fatbins.back().output) + ": fatbin " + NinjaEscapePath(request) + " |";
     for (const std::string& image : images) text += " " + NinjaEscapePath(image);
     text += "\n  name = " + plan.units[begin].spec->Stem() + "\n";
     begin = end;
   }
-  if (std::string e = WriteFileIfChanged(ninja_file, text, kRegenerated); !e.empty()) {
+  requests.emplace_back(ninja_file, std::move(text));
+  if (std::string e = WriteAllIfChanged(requests); !e.empty()) {
     diag.Error(e);
     return false;
   }

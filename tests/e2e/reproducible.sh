@@ -29,7 +29,8 @@ a=$work/first/engine/out b=$work/second/at/another/depth/engine/out
 # Both compiled their units (nothing came from a cache).
 for d in "$a" "$b"; do
   n=$(find "$(dirname "$d")/../cache" -name '*.bin' 2>/dev/null | wc -l)
-  [ "$n" -eq 2 ] || { echo "FAILED: expected 2 freshly compiled units in $d's cache, found $n"; exit 1; }
+  # 2 units, each stored under its direct and its preprocessed key.
+  [ "$n" -eq 4 ] || { echo "FAILED: expected 2 freshly compiled units (4 entries) in $d's cache, found $n"; exit 1; }
 done
 head -c 8 "$a/libengine.a" | grep -q '^!<arch>' || { echo "FAILED: libengine.a is not a plain archive"; exit 1; }
 ar t "$a/libengine.a" | grep -q kpack_runtime.c.o || { echo "FAILED: libengine.a lacks the runtime"; exit 1; }
