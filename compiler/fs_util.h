@@ -15,16 +15,18 @@ std::optional<std::string> ReadFile(const std::string& path);
 // a partial one.  Creates missing parent directories.  Returns an empty
 // string on success, else a one-line reason.
 //
-// `durable` also fsyncs before the rename, so that after a power loss the
-// name never points at data that did not reach the disk.  Files that are
-// regenerated and compared on every run (Ninja requests) skip it: a torn
-// one differs from what the next run writes, so it is rewritten.
-enum class Durability { kDurable, kRegenerated };
-std::string WriteFileAtomic(const std::string& path, std::string_view content,
-                            Durability durability = Durability::kDurable);
+// It fsyncs before the rename, so that after a power loss the name never
+// points at data that did not reach the disk.
+std::string WriteFileAtomic(const std::string& path, std::string_view content);
 
-// WriteFileAtomic, unless the file already holds exactly `content`: then
-// it is left alone, mtime included, so Ninja sees it as up to date.
+// Files that kpack regenerates and compares on every run (Ninja's request
+// files) need no atomicity: a torn one differs from what the next run
+// writes, so it is rewritten before Ninja reads it.
+enum class Durability { kDurable, kRegenerated };
+
+// Unless the file already holds exactly `content` (then it is left alone,
+// mtime included, so Ninja sees it as up to date): WriteFileAtomic, or for
+// kRegenerated a plain write in place.
 std::string WriteFileIfChanged(const std::string& path, std::string_view content,
                                Durability durability = Durability::kDurable);
 
