@@ -137,7 +137,25 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
         else if (f == "-I" || f == "-D" || f == "-U" || f == "-isystem" || f == "-include") ++i;  // and its value
       }
       u.config_key = config.HexDigest();
-      u.key = Hasher().Add("kpack-unit-v2").Add(u.config_key).Add(source).HexDigest();
+      // The direct key also pins where the includes are found: the entry's
+      // recorded inputs may be absolute paths (nvcc makes "../x" absolute),
+      // and a checkout with the same layout elsewhere has other files there.
+      Hasher direct;
+      direct.Add("kpack-unit-v3").Add(u.config_key).Add(source);
+      auto absolute = [](const std::string& path) {
+        std::error_code ec;
+        return std::filesystem::absolute(path, ec).lexically_normal().generic_string();
+      };
+      for (size_t i = 0; i < u.flags.size(); ++i) {
+        const std::string& f = u.flags[i];
+        if (!IsPreprocessorFlag(f)) continue;
+        bool separate = f == "-I" || f == "-D" || f == "-U" || f == "-isystem" || f == "-include";
+        std::string value = separate && i + 1 < u.flags.size() ? u.flags[++i] : "";
+        if (f.rfind("-I", 0) == 0 && !separate) direct.Add("-I" + absolute(f.substr(2)));
+        else if (f == "-I" || f == "-isystem" || f == "-include") direct.Add(f).Add(absolute(value));
+        else direct.Add(f).Add(value);
+      }
+      u.key = direct.HexDigest();
       plan.units.push_back(std::move(u));
     };
     for (const Arch& arch : k.archs) add(arch, false);

@@ -85,6 +85,19 @@ cp out/inc.S clean.S
 mkdir -p elsewhere/deeper && cp -r m elsewhere/deeper/m && rm -rf out
 build elsewhere/deeper/m && expect_counts "another checkout shares the cache" "8 units: 0 compiled, 8 from cache"
 
+# Two checkouts share one cache directory, as a team shares one.  One is
+# built through an absolute path (nvcc then records absolute inputs), the
+# other from a build directory beside it, as Meson does, and its k1.cuh
+# differs: it must compile its own k1 units, not be served the other's
+# cubins (the direct key pins the include directories' absolute paths).
+for t in one two; do mkdir -p $t/build && write_project $t/m; done
+sed -i 's/B \* scale()/B * scale() + 1.0f/' two/m/k1.cuh
+build "$work/one/m" --cache-dir "$work/shared-cache"
+expect_counts "checkout one compiles its units" "6 units: 6 compiled, 0 from cache"
+(cd two/build && build ../m --cache-dir "$work/shared-cache"; cp log ../../log)
+expect_counts "checkout two compiles its edited units, shares the others" "6 units: 4 compiled, 2 from cache"
+rm -rf out
+
 # A corrupt cache entry is rebuilt, not trusted: truncate every entry.
 rm -rf out
 for f in cache/*/*.bin; do : > "$f"; done
