@@ -62,16 +62,6 @@ std::string Label(const BuildOptions& o) {
 
 std::string Basename(const std::string& path) { return fs::path(path).filename().generic_string(); }
 
-std::string EscapeDep(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == ' ' || c == '#') out += '\\';
-    if (c == '$') out += '$';
-    out += c;
-  }
-  return out;
-}
-
 std::string Depfile(const BuildOptions& o, const Package& pkg, const std::vector<CompiledUnit>& units) {
   std::set<std::string> deps = {pkg.manifest_path};
   for (const Kernel& k : pkg.kernels) {
@@ -79,8 +69,8 @@ std::string Depfile(const BuildOptions& o, const Package& pkg, const std::vector
     deps.insert(k.source_path);
   }
   for (const CompiledUnit& u : units) deps.insert(u.deps.begin(), u.deps.end());
-  std::string out = EscapeDep(o.header_out) + ":";
-  for (const std::string& d : deps) out += " \\\n  " + EscapeDep(d);
+  std::string out = EscapeDepfilePath(o.header_out) + ":";
+  for (const std::string& d : deps) out += " \\\n  " + EscapeDepfilePath(d);
   return out + "\n";
 }
 

@@ -96,6 +96,16 @@ std::string WriteFileIfChanged(const std::string& path, std::string_view content
   return durability == Durability::kRegenerated ? WriteInPlace(path, content) : WriteFileAtomic(path, content);
 }
 
+std::string EscapeDepfilePath(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#') out += '\\';
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
+
 std::string HashHex(std::string_view data) {
   return Hasher().Add(data).HexDigest();
 }

@@ -30,6 +30,10 @@ enum class Durability { kDurable, kRegenerated };
 std::string WriteFileIfChanged(const std::string& path, std::string_view content,
                                Durability durability = Durability::kDurable);
 
+// A path as a Make-style depfile spells it for Ninja: spaces and # escaped
+// with a backslash, $ doubled.
+std::string EscapeDepfilePath(const std::string& path);
+
 // BLAKE3 of `data`, as 64 lowercase hex digits.
 std::string HashHex(std::string_view data);
 

@@ -54,17 +54,6 @@ const char* HowName(CompiledUnit::How how) {
   return "compiled";
 }
 
-// Escapes a path for a Make-style depfile as Ninja reads it.
-std::string DepfilePath(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == ' ' || c == '#') out += '\\';
-    if (c == '$') out += '$';
-    out += c;
-  }
-  return out;
-}
-
 int Fail(const std::string& error_path, const std::string& error) {
   WriteFileAtomic(error_path, error);
   std::cerr << "kpack: step failed; the build reports why (" << error_path << ")\n";
@@ -91,8 +80,8 @@ int RunUnitStep(const json::Object& request, const std::string& path, ToolRunner
   CompiledUnit unit;
   if (std::string err = CompileOne(job, env, runner, unit); !err.empty()) return Fail(files.error, err);
   const char* run = std::getenv(kRunIdVariable);
-  std::string depfile = DepfilePath(files.binary) + ":";
-  for (const std::string& dep : unit.deps) depfile += " \\\n  " + DepfilePath(dep);
+  std::string depfile = EscapeDepfilePath(files.binary) + ":";
+  for (const std::string& dep : unit.deps) depfile += " \\\n  " + EscapeDepfilePath(dep);
   for (const auto& [file, content] : {std::pair{files.result, UnitResultJson(run ? run : "", unit)},
                                       std::pair{files.depfile, depfile + "\n"},
                                       std::pair{files.binary, unit.binary}})
