@@ -2,11 +2,12 @@
 # A library whose embedded fatbins total more than 2 GiB links into a
 # consumer program (default code model, no -mcmodel) and every blob is read
 # back through the generated table: no "relocation truncated to fit".
-#   large_library.sh EMBED_GEN CC RUNTIME_INCLUDE_DIR
+#   large_library.sh EMBED_GEN RUNTIME_INCLUDE_DIR CC_COMMAND...
+# CC_COMMAND is the compiler with any launcher Meson put before it.
 # Needs ~10 GiB of free disk in $TMPDIR (blobs, object, program); skips (77)
 # with less.
 set -eu
-gen=$(realpath "$1"); cc=$2; inc=$(realpath "$3"); here=$(dirname "$(realpath "$0")")
+gen=$(realpath "$1"); inc=$(realpath "$2"); shift 2; cc=("$@"); here=$(dirname "$(realpath "$0")")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 free_kib=$(df -Pk "$work" | awk 'NR == 2 {print $4}')
@@ -29,7 +30,7 @@ for i in 0 1 2 3; do
 done
 "$gen" big.S big "${blobs[@]}"
 start=$SECONDS
-"$cc" -c big.S -o big.o
-"$cc" -O1 -I"$inc" "$here/consumer.c" big.o -o consumer
+"${cc[@]}" -c big.S -o big.o
+"${cc[@]}" -O1 -I"$inc" "$here/consumer.c" big.o -o consumer
 echo "assembled and linked $(du -h --apparent-size consumer | cut -f1) in $((SECONDS - start)) s"
 ./consumer 4
