@@ -16,7 +16,9 @@ struct BuildOptions {
   std::string work_dir;       // translation units, cubins, fatbins
   std::string cache_dir;      // unit cache; default <work_dir>/cache
   std::string depfile_out;    // optional Make depfile for Ninja
-  std::string root = ".";     // project root, for the header banner
+  std::string root = ".";     // project root: the header banner's paths are
+                              // relative to it; manifests and sources lie in it
+  bool allow_outside_root = false;  // let manifests name files outside root
   std::string cuda_root = "/usr/local/cuda";
   std::string python = "python3";   // for Triton kernels
   std::string triton_helper;        // triton_helper.py; default: beside kpack

@@ -44,6 +44,7 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     const std::string& a = args[i];
     if (a == "--perf") { o.perf = true; continue; }
     if (a == "-v" || a == "--verbose") { o.verbose = true; continue; }
+    if (a == "--allow-outside-root") { o.allow_outside_root = true; continue; }
     bool matched = false;
     for (Flag& f : flags) {
       std::string name = f.name;
@@ -127,7 +128,9 @@ int Usage(std::ostream& out, int code) {
          "  --work-dir DIR          translation units, cubins and fatbins (build)\n"
          "  --cache-dir DIR         unit cache, shareable (default WORK/cache)\n"
          "  --depfile FILE          write a Make depfile for Ninja\n"
-         "  --root DIR              project root, for the header banner\n"
+         "  --root DIR              project root (default .): manifests and sources must\n"
+         "                          lie inside it; the header banner names paths from it\n"
+         "  --allow-outside-root    let manifests name files outside the project root\n"
          "  --cuda-root DIR         CUDA Toolkit (default /usr/local/cuda)\n"
          "  --archs LIST            override archs, e.g. sm_80,sm_90\n"
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
