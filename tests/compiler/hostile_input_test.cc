@@ -102,6 +102,13 @@ TEST_CASE("text that would inject C into the header is refused or neutralized") 
   std::string k = kKernel;
   k.replace(k.find("tag: b"), 6, "tag: \"b*/evil\"");
   CHECK(MemoryErrors(k) == "k.yaml:6:55: error: tag 'b*/evil' may only hold letters, digits and '_'\n");
+  // Each C punctuator alone is enough to refuse a name (the mutation pass
+  // found no test for ';' on its own).
+  for (const char* name : {"a;b", "a(b", "a)b", "a{b", "a}b", "a=b", "a,b", "a/b", "a*b", "a#b"}) {
+    k = kKernel;
+    k.replace(k.find("kernel: vector_add"), 18, std::string("kernel: \"") + name + "\"");
+    CHECK(MemoryErrors(k) == "k.yaml:1:9: error: kernel name '" + std::string(name) + "' is not a valid C identifier\n");
+  }
   k = kKernel;
   k.replace(k.find("entry: va"), 9, "entry: \"va(){}int evil;void f\"");
   CHECK(MemoryErrors(k) == "k.yaml:3:8: error: entry 'va(){}int evil;void f' is not a valid C identifier\n");
