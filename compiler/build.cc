@@ -116,6 +116,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("load", o.perf, err);
     LoadOptions load;
+    load.project_root = o.root;
+    load.allow_outside_root = o.allow_outside_root;
     std::string archs = o.archs;
     for (size_t start = 0; !archs.empty() && start <= archs.size();) {
       size_t comma = std::min(archs.find(',', start), archs.size());

@@ -18,7 +18,9 @@ struct BuildOptions {
   std::string cache_dir;      // unit cache; default <work_dir>/cache
   std::string depfile_out;    // optional Make depfile for Ninja
   std::string inventory_out;  // optional JSON inventory (inventory.h)
-  std::string root = ".";     // project root, for the header banner
+  std::string root = ".";     // project root: the header banner's paths are
+                              // relative to it; manifests and sources lie in it
+  bool allow_outside_root = false;  // let manifests name files outside root
   std::string cuda_root = "/usr/local/cuda";
   std::string python = "python3";   // for Triton kernels
   std::string triton_helper;        // triton_helper.py; default: beside kpack

@@ -50,6 +50,7 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     if (a == "-v" || a == "--verbose") { o.verbose = true; continue; }
     if (a == "--quiet") { o.quiet = true; continue; }
     if (a == "--allow-debug-kernels") { o.allow_debug_kernels = true; continue; }
+    if (a == "--allow-outside-root") { o.allow_outside_root = true; continue; }
     bool matched = false;
     for (Flag& f : flags) {
       std::string name = f.name;
@@ -155,7 +156,9 @@ int Usage(std::ostream& out, int code) {
          "  --inventory FILE        write the JSON inventory of the package (build)\n"
          "  --allow-debug-kernels   a development build: accept debug kernels that no\n"
          "                          manifest allows (release builds refuse them)\n"
-         "  --root DIR              project root, for the header banner\n"
+         "  --root DIR              project root (default .): manifests and sources must\n"
+         "                          lie inside it; the header banner names paths from it\n"
+         "  --allow-outside-root    let manifests name files outside the project root\n"
          "  --cuda-root DIR         CUDA Toolkit (default /usr/local/cuda)\n"
          "  --archs LIST            override archs, e.g. sm_80,sm_90\n"
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"

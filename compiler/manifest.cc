@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "debug_guard.h"
+#include "yaml_input.h"
 
 namespace kpack {
 namespace {
@@ -32,12 +33,49 @@ constexpr std::array<std::string_view, 97> kReservedWords = {
     "wchar_t", "xor", "xor_eq", "NULL",
 };
 
-std::string ReadFileOrEmpty(const std::string& path, bool* ok) {
+// The file at `path`: from options.files when set, else from the disk.
+std::optional<std::string> ReadInput(const std::string& path, const LoadOptions& options) {
+  if (options.files) {
+    auto it = options.files->find(path);
+    if (it == options.files->end()) return std::nullopt;
+    return it->second;
+  }
   std::ifstream in(path, std::ios::binary);
-  *ok = static_cast<bool>(in);
+  if (!in) return std::nullopt;
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+bool InputExists(const std::string& path, const LoadOptions& options) {
+  if (options.files) return options.files->count(path) > 0;
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+// The project root of a package file at `package_path`.
+std::string ProjectRoot(const std::string& package_path, const LoadOptions& options) {
+  if (!options.project_root.empty()) return options.project_root;
+  std::string dir = fs::path(package_path).parent_path().generic_string();
+  return dir.empty() ? "." : dir;
+}
+
+// Whether `path` lies inside directory `root`.  On disk both are resolved
+// through symlinks, so a link inside the project that points out of it is
+// outside; in memory (no links) the comparison is lexical.
+bool InsideRoot(const std::string& path, const std::string& root, const LoadOptions& options) {
+  auto resolve = [&options](const std::string& s, std::error_code& ec) {
+    fs::path absolute = fs::absolute(s, ec).lexically_normal();
+    // weakly_canonical keeps a missing relative path relative: absolutize first.
+    return options.files || ec ? absolute : fs::weakly_canonical(absolute, ec);
+  };
+  std::error_code ec;
+  fs::path p = resolve(path, ec);
+  if (ec) return false;
+  fs::path r = resolve(root, ec);
+  if (ec) return false;
+  fs::path rel = p.lexically_relative(r);
+  return !rel.empty() && *rel.begin() != ".." && rel != ".";
 }
 
 // Joins `relative` onto the directory of `base_file`, lexically normalized,
@@ -67,30 +105,28 @@ std::string Quoted(char c) {
 // Reads one YAML file and reports everything wrong in it through `diag`.
 class FileReader {
  public:
-  FileReader(std::string file, Diagnostics& diag) : file_(std::move(file)), diag_(diag) {}
+  FileReader(std::string file, const LoadOptions& options, Diagnostics& diag)
+      : file_(std::move(file)), options_(options), diag_(diag) {}
 
   const std::string& file() const { return file_; }
+  const LoadOptions& options() const { return options_; }
   Diagnostics& diag() { return diag_; }
 
   // Parses the file; nullopt (with an error) when unreadable or not YAML.
   std::optional<YAML::Node> Parse() {
-    bool ok = false;
-    std::string text = ReadFileOrEmpty(file_, &ok);
-    if (!ok) {
+    std::optional<std::string> text = ReadInput(file_, options_);
+    if (!text) {
       diag_.Error(SourceLoc{file_, 0, 0}, "cannot read file");
       return std::nullopt;
     }
-    try {
-      return YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      diag_.Error(SourceLoc{file_, e.mark.line + 1, e.mark.column + 1}, e.msg);
-      return std::nullopt;
-    }
+    return ParseManifestText(file_, *text, diag_);
   }
 
   SourceLoc Loc(const YAML::Node& node) const {
     YAML::Mark mark = node.Mark();
-    if (mark.is_null()) return SourceLoc{file_, 0, 0};
+    // Only an empty document's root has no mark (found by the fuzzer): its
+    // position is the start of the file.
+    if (mark.is_null()) return SourceLoc{file_, 1, 1};
     return SourceLoc{file_, mark.line + 1, mark.column + 1};
   }
 
@@ -103,6 +139,16 @@ class FileReader {
   }
 
   void Error(const YAML::Node& node, const std::string& message) { diag_.Error(Loc(node), message); }
+
+  // True when `path` (what `node` names) is inside the project root, or
+  // when the options allow any path; reports it otherwise.
+  bool Inside(const YAML::Node& node, const std::string& what, const std::string& path) {
+    if (options_.allow_outside_root || InsideRoot(path, root_, options_)) return true;
+    Error(node, what + " is outside the project root '" + root_ +
+                    "' (kpack reads only files inside the project; pass --allow-outside-root to lift this)");
+    return false;
+  }
+  void set_root(std::string root) { root_ = std::move(root); }
 
   // Checks that `node` is a map whose keys are all in `allowed`, each once,
   // and that every key in `required` is present.  Returns false if not a map.
@@ -259,7 +305,9 @@ class FileReader {
 
  private:
   std::string file_;
+  const LoadOptions& options_;
   Diagnostics& diag_;
+  std::string root_ = ".";
 };
 
 // ---- Kernel manifests ------------------------------------------------------
@@ -347,8 +395,8 @@ class KernelReader {
                       "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
       return;
     }
-    std::error_code ec;
-    if (!fs::is_regular_file(k.source_path, ec))
+    if (!r_.Inside(v, "source file '" + *s + "'", k.source_path)) return;
+    if (!InputExists(k.source_path, r_.options()))
       r_.Error(v, "source file '" + *s + "' not found (looked for " + k.source_path + ")");
   }
 
@@ -756,7 +804,9 @@ bool IsCIdentifier(const std::string& s) {
 }
 
 std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& options, Diagnostics& diag) {
-  FileReader r(path, diag);
+  FileReader r(path, options, diag);
+  const std::string project_root = ProjectRoot(path, options);
+  r.set_root(project_root);
   std::optional<YAML::Node> root = r.Parse();
   if (!root) return std::nullopt;
   if (!r.CheckMap(*root, "the package file",
@@ -775,12 +825,13 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   std::map<std::string, SourceLoc> kernel_names;
   for (const auto& [relative, node] : kernel_files) {
     std::string kernel_path = ResolveBeside(path, relative);
-    std::error_code ec;
-    if (!fs::is_regular_file(kernel_path, ec)) {
+    if (!r.Inside(node, "kernel manifest '" + relative + "'", kernel_path)) continue;
+    if (!InputExists(kernel_path, options)) {
       r.Error(node, "kernel manifest '" + relative + "' not found (looked for " + kernel_path + ")");
       continue;
     }
-    FileReader kr(kernel_path, diag);
+    FileReader kr(kernel_path, options, diag);
+    kr.set_root(project_root);
     std::optional<YAML::Node> kroot = kr.Parse();
     if (!kroot) continue;
     std::optional<Kernel> kernel = KernelReader(kr, pkg).Read(*kroot);

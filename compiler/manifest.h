@@ -7,6 +7,7 @@
 // errors: a manifest either means exactly one thing or is refused.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,18 @@ namespace kpack {
 struct LoadOptions {
   // Overrides every kernel's archs (the build's -Darchs); empty: manifests'.
   std::vector<Arch> archs_override;
+
+  // The project: every kernel manifest and source must lie inside this
+  // directory (symlinks resolved), so a manifest cannot make kpack read, hash
+  // and compile arbitrary files.  Empty: the package file's directory.
+  std::string project_root;
+  // Lifts that restriction (`kpack build --allow-outside-root`).
+  bool allow_outside_root = false;
+
+  // When set, these files (path -> contents, paths as the loader resolves
+  // them) are the only ones that exist and the disk is never touched: the
+  // fuzzer and tests run the pipeline on text held in memory.
+  const std::map<std::string, std::string>* files = nullptr;
 };
 
 // Loads the package file at `path` and every kernel manifest it lists.

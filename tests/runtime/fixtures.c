@@ -127,3 +127,6 @@ kpack_status fx_fail_grid(kpack_status status, unsigned value, unsigned limit) {
 }
 
 void fx_set_driver_path(const char *path) { kpack_set_driver_path_for_testing(path); }
+
+const char *fx_status_name(int value) { return kpack_status_name((kpack_status)value); }
+const char *fx_status_message(int value) { return kpack_status_message((kpack_status)value); }
