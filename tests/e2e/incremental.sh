@@ -94,7 +94,7 @@ for t in one two; do mkdir -p $t/build && write_project $t/m; done
 sed -i 's/B \* scale()/B * scale() + 1.0f/' two/m/k1.cuh
 build "$work/one/m" --cache-dir "$work/shared-cache"
 expect_counts "checkout one compiles its units" "6 units: 6 compiled, 0 from cache"
-(cd two/build && build ../m --cache-dir "$work/shared-cache"; cp log ../../log)
+(cd two/build && build ../m --root .. --cache-dir "$work/shared-cache"; cp log ../../log)
 expect_counts "checkout two compiles its edited units, shares the others" "6 units: 4 compiled, 2 from cache"
 rm -rf out
 
@@ -157,7 +157,7 @@ gen = custom_target('inc-kpack', input : 'm/kpack.yaml', output : ['inc.h', 'inc
   depfile : 'inc.d', console : true,
   command : ['$kpack', 'build', '@INPUT@', '--header', '@OUTPUT0@', '--launcher', '@OUTPUT1@',
              '--asm', '@OUTPUT2@', '--work-dir', '@OUTDIR@/inc.kpack', '--depfile', '@DEPFILE@',
-             '--cuda-root', '$cuda_root', '-v'])
+             '--root', meson.project_source_root(), '--cuda-root', '$cuda_root', '-v'])
 static_library('inc', gen[1], gen[2], include_directories : include_directories('$runtime_inc'))
 EOF2
   if meson setup meson-build meson-proj > log 2>&1 && meson compile -C meson-build > log 2>&1; then
