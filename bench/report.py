@@ -176,6 +176,46 @@ def throughput_section(tput, ttput, out):
     out.append("")
 
 
+SPEC_CONFIG = re.compile(r"_([bt])(\d+)_w(\d+)$")
+SWEEP_CONFIG = re.compile(r"^(BLOCK|TILE)=(\d+),w(\d+)")
+
+
+def same_config_section(tput, ttput, out):
+    """Issue 4's measure: each Triton specialization launched through kpack
+    against Triton's JIT launching the same configuration (same BLOCK or
+    TILE, same num_warps) on the same shape, in the same run."""
+    jit = {}
+    for r in ttput:
+        m = SWEEP_CONFIG.match(r.get("config") or "") if r.get("section") == "triton_throughput_sweep" else None
+        if m and r.get("valid") is not False:
+            jit[(r.get("kernel"), variant_of(r), r.get("dtype"), shape_key(r.get("shape")),
+                 int(m.group(2)), int(m.group(3)))] = r
+    rows = []
+    for r in tput:
+        kernel = r.get("kernel", "")
+        m = SPEC_CONFIG.search(r.get("spec", ""))
+        if r.get("section") != "throughput" or not kernel.endswith("_triton") or not m:
+            continue
+        key = (kernel[:-len("_triton")], variant_of(r), r.get("dtype"), shape_key(r.get("shape")),
+               int(m.group(2)), int(m.group(3)))
+        t = jit.get(key)
+        if t and t.get("tbps") and r.get("tbps"):
+            rows.append((r, t, r["tbps"] / t["tbps"]))
+    out.append("### Triton through kpack against Triton's JIT, same configuration\n")
+    if not rows:
+        out.append("No pairs: run `bench/run.sh` with both throughput steps (triton_throughput "
+                   "reads throughput.jsonl to time kpack's configurations).\n")
+        return
+    ratios = sorted(x for _, _, x in rows)
+    out.append(f"{len(rows)} pairs (spec x shape); kpack / JIT: median **{fmt(statistics.median(ratios), 3)}**, "
+               f"min {fmt(ratios[0], 3)}, max {fmt(ratios[-1], 3)}.\n")
+    out.append("| spec | shape | kpack TB/s | JIT TB/s | kpack / JIT |")
+    out.append("| --- | --- | --- | --- | --- |")
+    for r, t, x in sorted(rows, key=lambda row: (row[0].get("spec"), str(row[0].get("shape")))):
+        out.append(f"| {r.get('spec')} | {r.get('shape')} | {fmt(r['tbps'])} | {fmt(t['tbps'])} | {fmt(x, 3)} |")
+    out.append("")
+
+
 def lazy_section(launch, out):
     out.append("## 5. Lazy loading: device memory used after launching N specializations\n")
     out.append("| launched | device memory used | libraries loaded |")
@@ -212,6 +252,7 @@ def main(folder):
     launch_section(launch, jit, out)
     cold_section(launch, jit, out)
     throughput_section(load(folder, "throughput"), load(folder, "triton_throughput"), out)
+    same_config_section(load(folder, "throughput"), load(folder, "triton_throughput"), out)
     lazy_section(launch, out)
     zero_jit_section(folder, out)
     print("\n".join(out))

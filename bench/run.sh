@@ -29,7 +29,10 @@ for s in $steps; do
   case $s in
     launch) step launch 300 $bin/kpack_launch_bench --all $bin/fatbins ;;
     throughput) step throughput 300 $bin/kpack_throughput_bench ;;
-    triton_throughput) step triton_throughput 420 python3 bench/triton/triton_throughput.py ;;
+    # --match-kpack: Triton's JIT also runs every configuration kpack ran
+    # (run the throughput step first), for the same-configuration table.
+    triton_throughput) step triton_throughput 420 python3 bench/triton/triton_throughput.py \
+                         $( [ -s "$out/throughput.jsonl" ] && echo --match-kpack "$out/throughput.jsonl") ;;
     triton_jit) step triton_jit 300 python3 bench/triton/triton_jit_cost.py ;;
     # Zero JIT: every specialization with PTX JIT disabled, and a library
     # built without the device's arch failing with kpack's status.
@@ -42,6 +45,8 @@ done
 python3 bench/report.py "$out" | tee "$out/report.md"
 # A device run returns few files: pack the logs into one archive.
 if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/bench-logs.tgz" -C "$out" --exclude=bench-logs.tgz --exclude=report.md . &&
-    find "$OUT" -maxdepth 1 -type f ! -name bench-logs.tgz ! -name report.md -delete
+  # Written beside, then moved in: tar must not read the archive it writes.
+  tar czf "$OUT/../bench-logs.tgz.tmp" -C "$out" --exclude=report.md . &&
+    find "$OUT" -maxdepth 1 -type f ! -name report.md -delete &&
+    mv "$OUT/../bench-logs.tgz.tmp" "$OUT/bench-logs.tgz"
 fi

@@ -522,7 +522,7 @@ typedef struct kernels_softmax_triton_config {
 } kernels_softmax_triton_config;
 
 /* The number of built specializations of softmax_triton. */
-#define KERNELS_SOFTMAX_TRITON_NUM_CONFIGS 6
+#define KERNELS_SOFTMAX_TRITON_NUM_CONFIGS 12
 
 /* Every built combination, in manifest order; pass one to kernels_softmax_triton(). */
 extern const kernels_softmax_triton_config kernels_softmax_triton_configs[KERNELS_SOFTMAX_TRITON_NUM_CONFIGS];
@@ -532,11 +532,11 @@ extern const kernels_softmax_triton_config kernels_softmax_triton_configs[KERNEL
  * select (a switch, no string compares, no allocation).
  *
  * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
- * BLOCK: one of 1024, 8192.
+ * BLOCK: one of 1024, 4096, 8192, 32768.
  * num_warps: one of 4, 16.
  *
  * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
- * kpack_last_error_detail(), when the combination was not built (6 were);
+ * kpack_last_error_detail(), when the combination was not built (12 were);
  * otherwise what the typed launcher returns.
  */
 kpack_status kernels_softmax_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *inp, void *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
@@ -544,20 +544,38 @@ kpack_status kernels_softmax_triton(kpack_stream stream, kpack_dtype T, int BLOC
 /* softmax_triton with T=f32, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_f32_b1024_w4(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
+/* softmax_triton with T=f32, BLOCK=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f32_b4096_w4(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
 /* softmax_triton with T=f32, BLOCK=8192, num_warps=16; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_f32_b8192_w16(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=f32, BLOCK=32768, num_warps=16; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f32_b32768_w16(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
 /* softmax_triton with T=f16, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_f16_b1024_w4(kpack_stream stream, const kpack_f16 *inp, kpack_f16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
+/* softmax_triton with T=f16, BLOCK=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f16_b4096_w4(kpack_stream stream, const kpack_f16 *inp, kpack_f16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
 /* softmax_triton with T=f16, BLOCK=8192, num_warps=16; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_f16_b8192_w16(kpack_stream stream, const kpack_f16 *inp, kpack_f16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=f16, BLOCK=32768, num_warps=16; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_f16_b32768_w16(kpack_stream stream, const kpack_f16 *inp, kpack_f16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
 /* softmax_triton with T=bf16, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_bf16_b1024_w4(kpack_stream stream, const kpack_bf16 *inp, kpack_bf16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
+/* softmax_triton with T=bf16, BLOCK=4096, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_bf16_b4096_w4(kpack_stream stream, const kpack_bf16 *inp, kpack_bf16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
 /* softmax_triton with T=bf16, BLOCK=8192, num_warps=16; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_bf16_b8192_w16(kpack_stream stream, const kpack_bf16 *inp, kpack_bf16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
+/* softmax_triton with T=bf16, BLOCK=32768, num_warps=16; SASS for sm_80,sm_90a. */
+kpack_status kernels_softmax_triton_bf16_b32768_w16(kpack_stream stream, const kpack_bf16 *inp, kpack_bf16 *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
 
 /* ==== cross_entropy_triton ==============================================
@@ -581,7 +599,7 @@ typedef struct kernels_cross_entropy_triton_config {
 } kernels_cross_entropy_triton_config;
 
 /* The number of built specializations of cross_entropy_triton. */
-#define KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS 3
+#define KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS 6
 
 /* Every built combination, in manifest order; pass one to kernels_cross_entropy_triton(). */
 extern const kernels_cross_entropy_triton_config kernels_cross_entropy_triton_configs[KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS];
@@ -591,20 +609,29 @@ extern const kernels_cross_entropy_triton_config kernels_cross_entropy_triton_co
  * select (a switch, no string compares, no allocation).
  *
  * T: one of KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16.
- * BLOCK: one of 4096.
- * num_warps: one of 8.
+ * BLOCK: one of 2048, 4096.
+ * num_warps: one of 4, 8.
  *
  * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
- * kpack_last_error_detail(), when the combination was not built (3 were);
+ * kpack_last_error_detail(), when the combination was not built (6 were);
  * otherwise what the typed launcher returns.
  */
 kpack_status kernels_cross_entropy_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
+/* cross_entropy_triton with T=f32, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_cross_entropy_triton_f32_b2048_w4(kpack_stream stream, const float *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
 /* cross_entropy_triton with T=f32, BLOCK=4096, num_warps=8; SASS for sm_80,sm_90a. */
 kpack_status kernels_cross_entropy_triton_f32_b4096_w8(kpack_stream stream, const float *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
+/* cross_entropy_triton with T=f16, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_cross_entropy_triton_f16_b2048_w4(kpack_stream stream, const kpack_f16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
 /* cross_entropy_triton with T=f16, BLOCK=4096, num_warps=8; SASS for sm_80,sm_90a. */
 kpack_status kernels_cross_entropy_triton_f16_b4096_w8(kpack_stream stream, const kpack_f16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
+/* cross_entropy_triton with T=bf16, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
+kpack_status kernels_cross_entropy_triton_bf16_b2048_w4(kpack_stream stream, const kpack_bf16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
 /* cross_entropy_triton with T=bf16, BLOCK=4096, num_warps=8; SASS for sm_80,sm_90a. */
 kpack_status kernels_cross_entropy_triton_bf16_b4096_w8(kpack_stream stream, const kpack_bf16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
@@ -612,7 +639,7 @@ kpack_status kernels_cross_entropy_triton_bf16_b4096_w8(kpack_stream stream, con
 
 /* ==== package ========================================================== */
 
-/* Returns the number of specializations in the package (68). Never fails. */
+/* Returns the number of specializations in the package (77). Never fails. */
 size_t kernels_num_specializations(void);
 
 /*

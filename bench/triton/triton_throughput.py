@@ -47,6 +47,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -94,6 +95,38 @@ def ce_configs(dt, vocab):
             for b, w in ((4096, 8), (2048, 4), (8192, 8), (8192, 16), (16384, 16))]
 
 
+# "BLOCK=4096,w8 (2-pass)" -> ("BLOCK", 4096, 8): what identifies a launch
+# configuration, whatever the sweep's label adds.
+CONFIG_RE = re.compile(r"^(\w+)=(\d+),w(\d+)")
+# kpack's spec names carry the same numbers under their manifest tags:
+# softmax_triton_f32_b1024_w4 -> ("BLOCK", 1024, 4); t is the mask's TILE.
+SPEC_RE = re.compile(r"^(\w+)_triton_(f32|f16|bf16)_(?:\w+_)?([bt])(\d+)_w(\d+)$")
+TAG_PARAM = {"b": "BLOCK", "t": "TILE"}
+
+
+def config_key(name):
+    m = CONFIG_RE.match(name)
+    return (m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def kpack_configs(path):
+    """{(kernel, dtype): {(param, value, warps)}} of the Triton specs that
+    kpack's throughput bench ran (its JSON lines), so that the sweep times
+    Triton's JIT on exactly those configurations too: the same-configuration
+    comparison of bench/report.py."""
+    found = {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            m = SPEC_RE.match(r.get("spec", "")) if r.get("section") == "throughput" else None
+            if m:
+                found.setdefault((m.group(1), m.group(2)), set()).add(
+                    (TAG_PARAM[m.group(3)], int(m.group(4)), int(m.group(5))))
+    return found
+
+
 def note(*a):
     print(*a, file=sys.stderr, flush=True)
 
@@ -121,6 +154,7 @@ class Bench:
         self.failures = 0
         self.tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
         self.k = {name: load_kernel_module(name) for name in KERNELS}
+        self.kpack = kpack_configs(args.match_kpack) if args.match_kpack else {}
 
     # ---- helpers ---------------------------------------------------------
 
@@ -188,6 +222,10 @@ class Bench:
         call(*set) ran."""
         if self.args.quick:
             configs = configs[:1]
+        have = {config_key(name) for name, _, _ in configs}
+        for param, value, warps in sorted(self.kpack.get((kernel, dt), ())):
+            if (param, value, warps) not in have:
+                configs = configs + [(f"{param}={value},w{warps} (kpack's)", {param: value}, warps)]
         best = None
         for name, cex, nw in configs:
             try:
@@ -568,6 +606,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=25, help="do_bench warmup, ms")
     ap.add_argument("--rep", type=int, default=200, help="do_bench rep, ms")
     ap.add_argument("--no-edge", action="store_true", help="skip the small odd-shape validation")
+    ap.add_argument("--match-kpack", metavar="JSONL",
+                    help="kpack_throughput_bench's output: also time every Triton configuration it ran")
     args = ap.parse_args()
     kernels = [k for k in args.kernels.split(",") if k]
     dtypes = [d for d in args.dtypes.split(",") if d]
