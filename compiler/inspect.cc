@@ -8,6 +8,7 @@
 #include "debug_guard.h"
 #include "fatbin.h"
 #include "fs_util.h"
+#include "json_util.h"
 #include "model.h"
 #include "pack.h"
 
@@ -15,7 +16,6 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ObjectFile.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #pragma GCC diagnostic pop
@@ -266,7 +266,7 @@ std::string FormatInspectJson(const InspectReport& r) {
                     {"fatbins", static_cast<int64_t>(r.fatbins)},
                     {"fatbin_bytes", static_cast<int64_t>(r.fatbin_bytes)},
                     {"images", std::move(rows)}};
-  return llvm::formatv("{0:2}", json::Value(std::move(root))).str() + "\n";
+  return JsonText(std::move(root), 2);
 }
 
 int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -3,13 +3,8 @@
 #include <map>
 
 #include "fs_util.h"
+#include "json_util.h"
 #include "triton.h"
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#pragma GCC diagnostic pop
 
 namespace kpack {
 namespace {
@@ -19,12 +14,6 @@ namespace json = llvm::json;
 json::Array ArchNames(const std::vector<Arch>& archs) {
   json::Array out;
   for (const Arch& a : archs) out.push_back(a.Name());
-  return out;
-}
-
-json::Array Strings(const std::vector<std::string>& items) {
-  json::Array out;
-  for (const std::string& s : items) out.push_back(s);
   return out;
 }
 
@@ -110,7 +99,7 @@ std::string GenerateInventory(const InventoryInput& in) {
                    {"archs", ArchNames(k.BuildArchs())},
                    {"ptx", k.ptx},
                    {"specializations", std::move(specs_of[&k])}};
-    if (k.language == Language::kCuda) o["nvcc_flags"] = Strings(k.nvcc_flags);
+    if (k.language == Language::kCuda) o["nvcc_flags"] = JsonStrings(k.nvcc_flags);
     if (k.debug) o["debug_reason"] = k.debug_reason;
     kernels.push_back(std::move(o));
   }
@@ -129,7 +118,7 @@ std::string GenerateInventory(const InventoryInput& in) {
       {"num_units", static_cast<int64_t>(plan.units.size())},
       {"fatbin_bytes", total_fatbin},
       {"kernels", std::move(kernels)}};
-  return llvm::formatv("{0:2}", json::Value(std::move(root))).str() + "\n";
+  return JsonText(std::move(root), 2);
 }
 
 }  // namespace kpack

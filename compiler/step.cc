@@ -5,44 +5,14 @@
 #include <iostream>
 
 #include "fs_util.h"
-// LLVM's headers are not clean under this project's warnings.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
-#pragma GCC diagnostic pop
+#include "json_util.h"
 
 namespace kpack {
 namespace {
 
 namespace json = llvm::json;
 
-json::Array Strings(const std::vector<std::string>& items) {
-  json::Array out;
-  for (const std::string& s : items) out.push_back(s);
-  return out;
-}
-
-std::string Print(json::Value value) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << llvm::formatv("{0:1}", value);
-  os.flush();
-  return out + "\n";
-}
-
-std::string GetString(const json::Object& o, llvm::StringRef key) {
-  std::optional<llvm::StringRef> s = o.getString(key);
-  return s ? s->str() : "";
-}
-
-std::vector<std::string> GetStrings(const json::Object& o, llvm::StringRef key) {
-  std::vector<std::string> out;
-  if (const json::Array* a = o.getArray(key))
-    for (const json::Value& v : *a)
-      if (std::optional<llvm::StringRef> s = v.getAsString()) out.push_back(s->str());
-  return out;
-}
+std::string Print(json::Value value) { return JsonText(std::move(value), 1); }
 
 const char* HowName(CompiledUnit::How how) {
   switch (how) {
@@ -64,16 +34,16 @@ int RunUnitStep(const json::Object& request, const std::string& path, ToolRunner
   const json::Object* j = request.getObject("job");
   const json::Object* e = request.getObject("env");
   if (!j || !e) return Fail(path + ".error", "error: malformed step request " + path);
-  UnitJob job{GetString(*j, "name"),  GetString(*j, "key"),   GetString(*j, "config_key"),
-              GetString(*j, "source"), GetStrings(*j, "flags"), j->getBoolean("ptx").value_or(false),
-              j->getBoolean("triton").value_or(false), GetString(*j, "label"), GetStrings(*j, "inputs")};
+  UnitJob job{JsonGetString(*j, "name"),  JsonGetString(*j, "key"),   JsonGetString(*j, "config_key"),
+              JsonGetString(*j, "source"), JsonGetStrings(*j, "flags"), j->getBoolean("ptx").value_or(false),
+              j->getBoolean("triton").value_or(false), JsonGetString(*j, "label"), JsonGetStrings(*j, "inputs")};
   CompileEnv env;
-  env.work_dir = GetString(*e, "work_dir");
-  env.cache_dir = GetString(*e, "cache_dir");
-  env.toolchain.nvcc = GetString(*e, "nvcc");
-  env.triton.python = GetString(*e, "python");
-  env.triton.helper = GetString(*e, "triton_helper");
-  env.launcher = GetString(*e, "launcher");
+  env.work_dir = JsonGetString(*e, "work_dir");
+  env.cache_dir = JsonGetString(*e, "cache_dir");
+  env.toolchain.nvcc = JsonGetString(*e, "nvcc");
+  env.triton.python = JsonGetString(*e, "python");
+  env.triton.helper = JsonGetString(*e, "triton_helper");
+  env.launcher = JsonGetString(*e, "launcher");
   UnitFiles files = UnitFilesFor(env.work_dir, job.name);
   std::error_code ec;
   std::filesystem::remove(files.error, ec);
@@ -90,7 +60,7 @@ int RunUnitStep(const json::Object& request, const std::string& path, ToolRunner
 }
 
 int RunFatbinStep(const json::Object& request, ToolRunner& runner) {
-  FatbinJob job{GetString(request, "label"), GetStrings(request, "argv"), GetString(request, "output")};
+  FatbinJob job{JsonGetString(request, "label"), JsonGetStrings(request, "argv"), JsonGetString(request, "output")};
   std::string error_path = job.output.substr(0, job.output.size() - std::string(".fatbin").size()) + ".error";
   std::error_code ec;
   std::filesystem::remove(error_path, ec);
@@ -112,11 +82,11 @@ std::string UnitRequestJson(const UnitJob& job, const CompileEnv& env) {
                            {"key", job.key},
                            {"config_key", job.config_key},
                            {"source", job.source},
-                           {"flags", Strings(job.flags)},
+                           {"flags", JsonStrings(job.flags)},
                            {"ptx", job.ptx},
                            {"triton", job.triton},
                            {"label", job.label},
-                           {"inputs", Strings(job.inputs)}}},
+                           {"inputs", JsonStrings(job.inputs)}}},
       {"env", json::Object{{"work_dir", env.work_dir},
                            {"cache_dir", env.cache_dir},
                            {"nvcc", env.toolchain.nvcc},
@@ -126,7 +96,7 @@ std::string UnitRequestJson(const UnitJob& job, const CompileEnv& env) {
 }
 
 std::string FatbinRequestJson(const FatbinJob& job) {
-  return Print(json::Object{{"kind", "fatbin"}, {"label", job.label}, {"argv", Strings(job.argv)},
+  return Print(json::Object{{"kind", "fatbin"}, {"label", job.label}, {"argv", JsonStrings(job.argv)},
                             {"output", job.output}});
 }
 
@@ -135,7 +105,7 @@ std::string UnitResultJson(const std::string& run, const CompiledUnit& unit) {
                             {"how", HowName(unit.how)},
                             {"seconds", unit.seconds},
                             {"meta", unit.meta},
-                            {"deps", Strings(unit.deps)}});
+                            {"deps", JsonStrings(unit.deps)}});
 }
 
 std::optional<UnitResult> ParseUnitResult(const std::string& text) {
@@ -147,14 +117,14 @@ std::optional<UnitResult> ParseUnitResult(const std::string& text) {
   const json::Object* o = value->getAsObject();
   if (!o) return std::nullopt;
   UnitResult r;
-  r.run = GetString(*o, "run");
-  std::string how = GetString(*o, "how");
+  r.run = JsonGetString(*o, "run");
+  std::string how = JsonGetString(*o, "how");
   r.unit.how = how == "compiled"  ? CompiledUnit::How::kCompiled
                : how == "cache"   ? CompiledUnit::How::kDirectHit
                                   : CompiledUnit::How::kPreprocessedHit;
   r.unit.seconds = o->getNumber("seconds").value_or(0);
-  r.unit.meta = GetString(*o, "meta");
-  r.unit.deps = GetStrings(*o, "deps");
+  r.unit.meta = JsonGetString(*o, "meta");
+  r.unit.deps = JsonGetStrings(*o, "deps");
   return r;
 }
 
@@ -167,7 +137,7 @@ int RunStep(const std::string& path, ToolRunner& runner) {
     std::cerr << "kpack: error: cannot read step request " << path << "\n";
     return 2;
   }
-  std::string kind = GetString(*request, "kind");
+  std::string kind = JsonGetString(*request, "kind");
   if (kind == "unit") return RunUnitStep(*request, path, runner);
   if (kind == "fatbin") return RunFatbinStep(*request, runner);
   std::cerr << "kpack: error: unknown step kind '" << kind << "' in " << path << "\n";
