@@ -9,9 +9,7 @@ cuda_root=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "ok: $1"; }
-fail() { failed=$((failed + 1)); echo "FAILED: $1"; }
+. "$(dirname "$0")/checks.sh"
 
 write_package() {
   mkdir -p m
@@ -124,5 +122,4 @@ done
 grep -q '2 units: 2 compiled, 0 from cache$' log && cmp -s ninja.S out/e2e.S &&
   pass "--ninja none builds the same outputs" || { fail "--ninja none"; cat log; }
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

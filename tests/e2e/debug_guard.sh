@@ -11,9 +11,7 @@ cuda_root=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "ok: $1"; }
-fail() { failed=$((failed + 1)); echo "FAILED: $1"; }
+. "$(dirname "$0")/checks.sh"
 
 mkdir m
 printf 'package: dbg\narchs: [sm_80]\nkernels: [k.yaml]\n' > m/kpack.yaml
@@ -83,5 +81,4 @@ else
   fail "release: status $status, stderr: $(cat err.txt)"
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

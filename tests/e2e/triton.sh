@@ -15,9 +15,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "ok: $1"; }
-fail() { failed=$((failed + 1)); echo "FAILED: $1"; }
+. "$(dirname "$0")/checks.sh"
 
 write_package() {
   mkdir -p m
@@ -171,5 +169,4 @@ else
   fail "global scratch (rc=$rc)"; cat log
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
