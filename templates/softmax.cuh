@@ -84,14 +84,14 @@ __device__ __forceinline__ void softmax_row(const T* x, T* y, int64_t cols, int 
     }
   }
   const float ms = safe_max(m);
-  float s = exp_shifted(xh - ms) + exp_shifted(xt - ms);
+  float s = exp_sum_term(xh - ms) + exp_sum_term(xt - ms);
 #pragma unroll
   for (int i = 0; i < CV; ++i) {
     if (i < mine) {
       float f[VEC];
       unpack<T>(c[i], f);
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) s += exp_shifted(f[j] - ms);
+      for (int j = 0; j < VEC; ++j) s += exp_sum_term(f[j] - ms);
     }
   }
   MaxSum st = {m, s};
