@@ -159,7 +159,17 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
                     error ? *error : "fatbin " + fatbins[f].output + " was not built", diag);
     ok = false;
   }
-  return ok && code == 0;
+  if (ok && code != 0) {
+    // Every file read back, yet Ninja failed: a step (or Ninja) died
+    // without writing its .error, e.g. killed, and the files it did not
+    // replace are an earlier build's.  Using them would write stale outputs
+    // and exit 0, and the caller's build would then count them as current.
+    diag.Error("ninja failed (exit code " + std::to_string(code) +
+               ") but no unit or fatbin reported an error (was a step killed?); the files of an earlier build "
+               "may remain, so no output was written");
+    return false;
+  }
+  return ok;
 }
 
 }  // namespace kpack

@@ -9,7 +9,7 @@
 // A unit step writes, atomically and in this order:
 //   units/<name>.result  JSON: run id, how it was obtained, seconds, the
 //                        Triton metadata and the files the unit read
-//   units/<name>.d       a depfile for Ninja
+//   units/<name>.bin.d   a depfile for Ninja
 //   units/<name>.bin     the cubin or PTX (the edge's output)
 // and on failure units/<name>.error (the text CompileOne returned), exit 1.
 // A fatbin step writes fatbins/<spec>.fatbin, or fatbins/<spec>.error.
