@@ -6,6 +6,12 @@
  * status it can report instead of a loader error.  Entry points are resolved
  * by their exact, versioned symbol names with dlsym; the un-suffixed names
  * are the ABI-stable ones every CUDA 12+ driver exports.
+ *
+ * The first launch in a process pays for finding the driver, so that is
+ * kept to what it needs: the dlopen (of a library that is already loaded
+ * wherever a context exists), one dlsym per entry point of kpack_driver,
+ * and cuInit only when no context is current.  The entry points of
+ * kpack_lazy_entry are looked up on first use.
  */
 #include "driver.h"
 
@@ -43,7 +49,8 @@ _Static_assert(_Generic(&cuKernelSetAttribute, kpack_pfn_kernel_set_attribute: 1
 _Static_assert(_Generic(&cuLaunchKernel, kpack_pfn_launch_kernel: 1, default: 0),
                "cuLaunchKernel");
 /* dlsym returns void *; POSIX guarantees function pointers have its size and
-   representation, which resolve_entry_points() relies on. */
+   representation, which resolve_entry_points(), ensure_initialized() and
+   the lazy entry points rely on. */
 _Static_assert(sizeof(void *) == sizeof(kpack_pfn_init), "function pointer size");
 
 /* One entry point: the symbol the driver exports and where it goes. */
@@ -52,22 +59,26 @@ typedef struct entry_point {
   size_t offset; /* of the member in kpack_driver */
 } entry_point;
 
-/* Every entry point kpack needs, in the order they are looked up (a driver
-   missing several is reported by the first).  The _v2 suffix is the symbol
-   cuda.h maps cuMemGetInfo to; cuLaunchKernel is the legacy-default-stream
+/* The entry points resolved when the driver is loaded, those of
+   kpack_driver, in the order they are looked up (a driver missing several
+   is reported by the first).  cuLaunchKernel is the legacy-default-stream
    variant, matching kpack.h's "NULL is the legacy default stream". */
 static const entry_point k_entry_points[] = {
-    {"cuInit", offsetof(kpack_driver, init)},
-    {"cuGetErrorName", offsetof(kpack_driver, get_error_name)},
     {"cuCtxGetDevice", offsetof(kpack_driver, ctx_get_device)},
     {"cuDeviceGetAttribute", offsetof(kpack_driver, device_get_attribute)},
-    {"cuMemGetInfo_v2", offsetof(kpack_driver, mem_get_info)},
     {"cuLibraryLoadData", offsetof(kpack_driver, library_load_data)},
     {"cuLibraryGetKernel", offsetof(kpack_driver, library_get_kernel)},
-    {"cuLibraryUnload", offsetof(kpack_driver, library_unload)},
     {"cuKernelGetFunction", offsetof(kpack_driver, kernel_get_function)},
-    {"cuKernelSetAttribute", offsetof(kpack_driver, kernel_set_attribute)},
     {"cuLaunchKernel", offsetof(kpack_driver, launch_kernel)},
+};
+
+/* The symbols of kpack_lazy_entry, in its order.  The _v2 suffix is the
+   symbol cuda.h maps cuMemGetInfo to. */
+static const char *const k_lazy_symbols[KPACK_LAZY_COUNT] = {
+    [KPACK_LAZY_GET_ERROR_NAME] = "cuGetErrorName",
+    [KPACK_LAZY_MEM_GET_INFO] = "cuMemGetInfo_v2",
+    [KPACK_LAZY_LIBRARY_UNLOAD] = "cuLibraryUnload",
+    [KPACK_LAZY_KERNEL_SET_ATTRIBUTE] = "cuKernelSetAttribute",
 };
 
 _Atomic(const kpack_driver *) kpack_rt_driver_table;
@@ -76,6 +87,19 @@ _Atomic(const kpack_driver *) kpack_rt_driver_table;
    under g_driver_lock while unpublished. */
 static kpack_driver g_table;
 static pthread_mutex_t g_driver_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The lazily resolved entry points of the loaded driver, NULL until first
+   used.  Any thread may fill a slot (with the value dlsym gives every
+   thread); kpack_rt_driver_unload() clears them. */
+static _Atomic(void *) g_lazy[KPACK_LAZY_COUNT];
+
+/* The path the loaded driver was opened from (KPACK_DRIVER_LIBRARY or
+   g_test_path, which the test seam only changes while nothing is loaded),
+   for messages about entry points found missing after the load.  A pointer,
+   not a copy: a 4 KiB buffer written on every load would cost the first
+   launch a page fault.  Written under g_driver_lock before the table is
+   published, read by threads that have seen the table. */
+static const char *g_loaded_path = "";
 
 /* Test seam: the library to dlopen instead of libcuda.so.1; "" for none.  A
    copy, so the caller's string need not outlive the call. */
@@ -102,27 +126,33 @@ static const char *driver_path(void) {
 
 /* See driver.h. */
 const char *kpack_rt_cu_name(const kpack_driver *d, CUresult result) {
+  kpack_pfn_get_error_name get_error_name = kpack_rt_get_error_name(d);
   const char *name = NULL;
-  if (d != NULL && d->get_error_name(result, &name) == CUDA_SUCCESS && name != NULL) {
+  if (get_error_name != NULL && get_error_name(result, &name) == CUDA_SUCCESS && name != NULL) {
     return name;
   }
   return "unrecognized CUresult";
 }
 
+/* Fails with KPACK_ERROR_DRIVER_TOO_OLD: `path` lacks `symbol`.  The library
+   entry points arrived in CUDA 12.0, so that is what an older driver lacks. */
+static kpack_status fail_too_old(const char *path, const char *symbol) {
+  return kpack_rt_fail(KPACK_ERROR_DRIVER_TOO_OLD, 0,
+                       "%s has no %s: the NVIDIA driver is too old; kpack needs a driver for "
+                       "CUDA 12.0 or newer",
+                       path, symbol);
+}
+
 /*
- * Fills t's entry points from `handle`.  Returns KPACK_ERROR_DRIVER_TOO_OLD
- * naming the first missing symbol: the library entry points arrived in CUDA
- * 12.0, so that is what an older driver lacks.
+ * Fills t's members from `handle`.  Returns KPACK_ERROR_DRIVER_TOO_OLD
+ * naming the first missing symbol.
  */
 static kpack_status resolve_entry_points(kpack_driver *t, void *handle, const char *path) {
   size_t count = sizeof k_entry_points / sizeof k_entry_points[0];
   for (size_t i = 0; i < count; ++i) {
     void *sym = dlsym(handle, k_entry_points[i].symbol);
     if (sym == NULL) {
-      return kpack_rt_fail(KPACK_ERROR_DRIVER_TOO_OLD, 0,
-                           "%s has no %s: the NVIDIA driver is too old; kpack needs a driver "
-                           "for CUDA 12.0 or newer",
-                           path, k_entry_points[i].symbol);
+      return fail_too_old(path, k_entry_points[i].symbol);
     }
     /* memcpy, not a cast: ISO C has no conversion from void * to a
        function pointer, but the representations are the same (above). */
@@ -132,8 +162,48 @@ static kpack_status resolve_entry_points(kpack_driver *t, void *handle, const ch
 }
 
 /*
- * dlopens the driver, resolves it into *t and initializes CUDA.  On failure
- * closes whatever it opened and leaves *t untouched.
+ * Makes sure CUDA is initialized in this process.  A context current on the
+ * calling thread means it is (a context can only be made after cuInit), and
+ * that is the usual case: the application chose its device before its
+ * first launch.  cuCtxGetDevice answers that for less than cuInit costs
+ * even when CUDA is initialized already (in a fresh process on an H200:
+ * 1.0 us against 2.4 us, 2026-11-22).  In any other
+ * case (CUDA_ERROR_NOT_INITIALIZED, no current context, or a context that is
+ * not usable) cuInit(0) is called as before any first use of CUDA, so its
+ * failure is still KPACK_ERROR_NO_DEVICE, and the thread's missing context
+ * is reported by the launch itself (KPACK_ERROR_NO_CONTEXT).
+ */
+static kpack_status ensure_initialized(const kpack_driver *t, const char *path) {
+  CUdevice device = 0;
+  if (t->ctx_get_device(&device) == CUDA_SUCCESS) {
+    return KPACK_SUCCESS;
+  }
+  /* cuInit is looked up only here: no current context is rare. */
+  void *sym = dlsym(t->handle, "cuInit");
+  if (sym == NULL) {
+    return fail_too_old(path, "cuInit");
+  }
+  kpack_pfn_init init;
+  memcpy(&init, &sym, sizeof init);
+  CUresult r = init(0);
+  if (r != CUDA_SUCCESS) {
+    /* The table is not published yet, so name the error through `t`. */
+    return kpack_rt_fail(KPACK_ERROR_NO_DEVICE, (int)r, "cuInit(0) failed: %s (%d)",
+                         kpack_rt_cu_name(t, r), (int)r);
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Forgets every lazily resolved entry point. */
+static void clear_lazy(void) {
+  for (int e = 0; e < KPACK_LAZY_COUNT; ++e) {
+    atomic_store_explicit(&g_lazy[e], NULL, memory_order_relaxed);
+  }
+}
+
+/*
+ * dlopens the driver, resolves it into *t and makes sure CUDA is
+ * initialized.  On failure closes whatever it opened and leaves *t untouched.
  */
 static kpack_status open_driver(kpack_driver *t) {
   const char *path = driver_path();
@@ -150,19 +220,15 @@ static kpack_status open_driver(kpack_driver *t) {
   local.handle = handle;
   kpack_status status = resolve_entry_points(&local, handle, path);
   if (status == KPACK_SUCCESS) {
-    /* cuInit is cheap once CUDA is initialized, which it is in any process
-       that has made a context current; calling it keeps kpack correct in
-       one that has not. */
-    CUresult r = local.init(0);
-    if (r != CUDA_SUCCESS) {
-      status = kpack_rt_fail(KPACK_ERROR_NO_DEVICE, (int)r, "cuInit(0) failed: %s (%d)",
-                             kpack_rt_cu_name(&local, r), (int)r);
-    }
+    status = ensure_initialized(&local, path);
   }
   if (status != KPACK_SUCCESS) {
+    /* Naming cuInit's error may have filled a lazy slot from `handle`. */
+    clear_lazy();
     dlclose(handle);
     return status;
   }
+  g_loaded_path = path;
   *t = local;
   return KPACK_SUCCESS;
 }
@@ -191,8 +257,68 @@ void kpack_rt_driver_unload(void) {
   pthread_mutex_lock(&g_driver_lock);
   if (atomic_load_explicit(&kpack_rt_driver_table, memory_order_relaxed) != NULL) {
     atomic_store_explicit(&kpack_rt_driver_table, NULL, memory_order_release);
+    clear_lazy();
     dlclose(g_table.handle);
     memset(&g_table, 0, sizeof g_table);
+    g_loaded_path = "";
   }
   pthread_mutex_unlock(&g_driver_lock);
+}
+
+/*
+ * Returns lazy entry point `e` of `d`, looking it up on first use; NULL if
+ * `d` is NULL or lacks it.  Acquire pairs with the release store, so a
+ * pointer another thread found is seen whole; a NULL slot only costs a
+ * dlsym, which is thread-safe.
+ */
+static void *lazy_entry(const kpack_driver *d, kpack_lazy_entry e) {
+  if (d == NULL) {
+    return NULL;
+  }
+  void *sym = atomic_load_explicit(&g_lazy[e], memory_order_acquire);
+  if (sym == NULL) {
+    sym = dlsym(d->handle, k_lazy_symbols[e]);
+    if (sym != NULL) {
+      atomic_store_explicit(&g_lazy[e], sym, memory_order_release);
+    }
+  }
+  return sym;
+}
+
+/* See driver.h.  Each memcpy turns dlsym's void * into the function pointer
+   (see the size assertion above). */
+kpack_pfn_get_error_name kpack_rt_get_error_name(const kpack_driver *d) {
+  void *sym = lazy_entry(d, KPACK_LAZY_GET_ERROR_NAME);
+  kpack_pfn_get_error_name fn;
+  memcpy(&fn, &sym, sizeof fn);
+  return fn;
+}
+
+/* See driver.h. */
+kpack_pfn_mem_get_info kpack_rt_mem_get_info(const kpack_driver *d) {
+  void *sym = lazy_entry(d, KPACK_LAZY_MEM_GET_INFO);
+  kpack_pfn_mem_get_info fn;
+  memcpy(&fn, &sym, sizeof fn);
+  return fn;
+}
+
+/* See driver.h. */
+kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d) {
+  void *sym = lazy_entry(d, KPACK_LAZY_LIBRARY_UNLOAD);
+  kpack_pfn_library_unload fn;
+  memcpy(&fn, &sym, sizeof fn);
+  return fn;
+}
+
+/* See driver.h. */
+kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d) {
+  void *sym = lazy_entry(d, KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
+  kpack_pfn_kernel_set_attribute fn;
+  memcpy(&fn, &sym, sizeof fn);
+  return fn;
+}
+
+/* See driver.h. */
+kpack_status kpack_rt_fail_missing(kpack_lazy_entry e) {
+  return fail_too_old(g_loaded_path, k_lazy_symbols[e]);
 }

@@ -42,26 +42,43 @@ typedef CUresult (*kpack_pfn_launch_kernel)(CUfunction f, unsigned int grid_x,
                                             CUstream stream, void **params, void **extra);
 
 /*
- * The driver entry points kpack calls.  Members are not named after the
- * functions because cuda.h #defines some of those names to versioned symbols
- * (cuMemGetInfo -> cuMemGetInfo_v2, and cuLaunchKernel -> cuLaunchKernel_ptsz
- * under CUDA_API_PER_THREAD_DEFAULT_STREAM); driver.c names the exact
- * symbol it resolves for each.
+ * The driver entry points that a first launch calls, resolved (dlsym) when
+ * the driver is loaded; a driver that lacks one is refused then, with
+ * KPACK_ERROR_DRIVER_TOO_OLD naming it.  Members are not named after the
+ * functions because cuda.h #defines some of those names to versioned
+ * symbols (cuLaunchKernel -> cuLaunchKernel_ptsz under
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM); driver.c names the exact symbol it
+ * resolves for each.
+ *
+ * The other entry points kpack calls are not here: cuInit is resolved (and
+ * called) only when no context is current at load time, and those of
+ * kpack_lazy_entry on first use.  Fewer dlsym calls and no cuInit are what
+ * make the first launch in a process that already has a context cheap.
  */
 typedef struct kpack_driver {
   void *handle; /* from dlopen */
-  kpack_pfn_init init;
-  kpack_pfn_get_error_name get_error_name;
   kpack_pfn_ctx_get_device ctx_get_device;
   kpack_pfn_device_get_attribute device_get_attribute;
-  kpack_pfn_mem_get_info mem_get_info;
   kpack_pfn_library_load_data library_load_data;
   kpack_pfn_library_get_kernel library_get_kernel;
-  kpack_pfn_library_unload library_unload;
   kpack_pfn_kernel_get_function kernel_get_function;
-  kpack_pfn_kernel_set_attribute kernel_set_attribute;
   kpack_pfn_launch_kernel launch_kernel;
 } kpack_driver;
+
+/*
+ * Entry points resolved on first use, each off the path of a first launch:
+ * error names and memory figures are only wanted in error messages,
+ * cuLibraryUnload after a failed load and in kpack_unload_all, and
+ * cuKernelSetAttribute for a launch with more than 48 KiB of dynamic shared
+ * memory.
+ */
+typedef enum kpack_lazy_entry {
+  KPACK_LAZY_GET_ERROR_NAME,       /* cuGetErrorName */
+  KPACK_LAZY_MEM_GET_INFO,         /* cuMemGetInfo_v2 (cuda.h's cuMemGetInfo) */
+  KPACK_LAZY_LIBRARY_UNLOAD,       /* cuLibraryUnload */
+  KPACK_LAZY_KERNEL_SET_ATTRIBUTE, /* cuKernelSetAttribute */
+  KPACK_LAZY_COUNT
+} kpack_lazy_entry;
 
 /* The loaded driver, or NULL.  Published with a release store once every
    member is set; read it through kpack_rt_driver(). */
@@ -77,25 +94,51 @@ static inline const kpack_driver *kpack_rt_driver(void) {
 }
 
 /*
- * Loads the driver if it is not loaded: dlopen, dlsym of every entry point,
- * cuInit(0).  Serialized by a mutex; a failure leaves nothing loaded, so a
- * later call tries again.  On success stores the table in *out and returns
- * KPACK_SUCCESS; otherwise returns KPACK_ERROR_DRIVER_NOT_FOUND,
- * KPACK_ERROR_DRIVER_TOO_OLD or KPACK_ERROR_NO_DEVICE with the detail set.
+ * Loads the driver if it is not loaded: dlopen, dlsym of the members of
+ * kpack_driver, then cuCtxGetDevice: if it succeeds a context is current, so
+ * CUDA is initialized and cuInit is not called; otherwise cuInit is
+ * resolved and cuInit(0) called, as before any use of CUDA.  Serialized by a
+ * mutex; a failure leaves nothing loaded, so a later call tries again.  On
+ * success stores the table in *out and returns KPACK_SUCCESS; otherwise
+ * returns KPACK_ERROR_DRIVER_NOT_FOUND, KPACK_ERROR_DRIVER_TOO_OLD (naming
+ * the missing symbol) or KPACK_ERROR_NO_DEVICE (cuInit failed) with the
+ * detail set.
  */
 kpack_status kpack_rt_driver_load(const kpack_driver **out);
 
 /*
- * Forgets the driver: unpublishes the table and dlclose()s the library.  The
- * caller guarantees that no other thread is using the table (see
- * kpack_unload_all).
+ * Forgets the driver: unpublishes the table, forgets the lazily resolved
+ * entry points and dlclose()s the library.  The caller guarantees that no
+ * other thread is using the driver (see kpack_unload_all).
  */
 void kpack_rt_driver_unload(void);
 
 /*
+ * The lazily resolved entry points of the loaded driver `d` (from
+ * kpack_rt_driver() or kpack_rt_driver_load()): each is looked up with dlsym
+ * on its first use and kept, so later uses cost an atomic load.  NULL when
+ * `d` is NULL or the driver lacks the symbol (looked up again next time: it
+ * only happens on error paths).  Thread-safe and lock-free (racing first
+ * uses store the same pointer); they never touch the thread's last error, so
+ * they can be called while a failure's detail is being written.
+ */
+kpack_pfn_get_error_name kpack_rt_get_error_name(const kpack_driver *d);
+kpack_pfn_mem_get_info kpack_rt_mem_get_info(const kpack_driver *d);
+kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d);
+kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d);
+
+/*
+ * Fails with KPACK_ERROR_DRIVER_TOO_OLD (CUresult 0) for lazy entry point
+ * `e`, which the loaded driver lacks: "<library> has no <symbol>: the NVIDIA
+ * driver is too old; ...", the message a missing entry point gets at load.
+ */
+kpack_status kpack_rt_fail_missing(kpack_lazy_entry e);
+
+/*
  * Returns the name that driver `d` gives `result`
- * ("CUDA_ERROR_OUT_OF_MEMORY"), or "unrecognized CUresult" when `d` is NULL
- * or does not know the code.  Static storage; never NULL.
+ * ("CUDA_ERROR_OUT_OF_MEMORY"), or "unrecognized CUresult" when `d` is NULL,
+ * lacks cuGetErrorName or does not know the code.  Static storage; never
+ * NULL.
  */
 const char *kpack_rt_cu_name(const kpack_driver *d, CUresult result);
 

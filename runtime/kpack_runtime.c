@@ -5,12 +5,16 @@
  *
  * Life of a specialization
  * ------------------------
- *  1. First launch anywhere in the process: load the driver (driver.c), then
- *     under g_load_lock load the fatbin with cuLibraryLoadData and look up
- *     its CUkernel.  The handle is published with a release store into
- *     state->kernel; the state joins g_loaded so kpack_unload_all finds it.
- *  2. First launch on each device: under g_load_lock check that the fatbin
- *     has code for the device's compute capability, then call
+ *  1. First launch anywhere in the process: load the driver (driver.c;
+ *     only the entry points a first launch calls, and no cuInit when a
+ *     context is current), then check that the fatbin has code for the
+ *     device's compute capability (so a device without is refused before
+ *     anything is loaded), then under g_load_lock load the fatbin with
+ *     cuLibraryLoadData and look up its CUkernel.  The handle is published
+ *     with a release store into state->kernel; the state joins g_loaded so
+ *     kpack_unload_all finds it.
+ *  2. First launch on each device: the same arch check (once per launch,
+ *     with the compute capability read once), then under g_load_lock call
  *     cuKernelGetFunction so that the module is loaded into the current
  *     context now and any failure (out of memory, no binary) is reported as
  *     a load error rather than surfacing from a later launch, possibly inside
@@ -149,12 +153,16 @@ static kpack_status load_status(CUresult r) {
 /*
  * After an out-of-memory load, appends how much memory the device has, which
  * tells "the device is full" apart from "this fatbin is huge".  Best effort:
- * nothing is added if the driver cannot say.
+ * nothing is added if the driver cannot say (or lacks cuMemGetInfo_v2).
  */
 static void append_memory_info(const kpack_driver *d, CUresult r, CUdevice dev) {
+  if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+    return;
+  }
+  kpack_pfn_mem_get_info mem_get_info = kpack_rt_mem_get_info(d);
   size_t free_bytes = 0;
   size_t total_bytes = 0;
-  if (r != CUDA_ERROR_OUT_OF_MEMORY || d->mem_get_info(&free_bytes, &total_bytes) != CUDA_SUCCESS) {
+  if (mem_get_info == NULL || mem_get_info(&free_bytes, &total_bytes) != CUDA_SUCCESS) {
     return;
   }
   kpack_rt_append_detail("; device %d has %zu MiB free of %zu MiB", (int)dev,
@@ -253,11 +261,12 @@ static kpack_status device_cc(const kpack_driver *d, const kpack_kernel *k, CUde
   return KPACK_SUCCESS;
 }
 
-/* Cold path: fails unless k has code that runs on `dev` (see check_archs). */
-static kpack_status check_device_archs(const kpack_driver *d, const kpack_kernel *k, CUdevice dev) {
-  int cc = 0;
-  kpack_status s = device_cc(d, k, dev, &cc);
-  return s == KPACK_SUCCESS ? check_archs(k, dev, cc) : s;
+/* Cold path: reads the compute capability of `dev` into *cc and fails
+   unless k has code that runs on it (see check_archs). */
+static kpack_status check_device_archs(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
+                                       int *cc) {
+  kpack_status s = device_cc(d, k, dev, cc);
+  return s == KPACK_SUCCESS ? check_archs(k, dev, *cc) : s;
 }
 
 /* ---- First use ----------------------------------------------------------------- */
@@ -293,7 +302,13 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
     kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")", name_of(k),
                              k->entry);
     append_memory_info(d, r, dev);
-    d->library_unload(lib); /* best effort; the lookup error is the one to report */
+    /* Best effort; the lookup error is the one to report.  A driver
+       without cuLibraryUnload keeps the library (kpack_unload_all reports
+       that driver as too old). */
+    kpack_pfn_library_unload library_unload = kpack_rt_library_unload(d);
+    if (library_unload != NULL) {
+      library_unload(lib);
+    }
     return s;
   }
   *library = lib;
@@ -351,21 +366,19 @@ static kpack_status resolve_function(const kpack_driver *d, const kpack_kernel *
   return KPACK_SUCCESS;
 }
 
-/* Slow path of step 2: checks and prepares `dev` for k once. */
+/*
+ * Slow path of step 2: prepares `dev`, of compute capability `cc`, for k
+ * once.  The caller has checked k's archs against `cc` (check_device_archs)
+ * in this same launch; a device's compute capability does not change, so
+ * neither is repeated here.
+ */
 static kpack_status ensure_device_ready(const kpack_driver *d, const kpack_kernel *k,
-                                        uintptr_t kernel, CUdevice dev) {
+                                        uintptr_t kernel, CUdevice dev, int cc) {
   kpack_kernel_state *st = k->state;
   kpack_status s = KPACK_SUCCESS;
   pthread_mutex_lock(&g_load_lock);
   if (atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) == 0) {
-    int cc = 0;
-    s = device_cc(d, k, dev, &cc);
-    if (s == KPACK_SUCCESS) {
-      s = check_archs(k, dev, cc);
-    }
-    if (s == KPACK_SUCCESS) {
-      s = resolve_function(d, k, kernel, dev, cc);
-    }
+    s = resolve_function(d, k, kernel, dev, cc);
     if (s == KPACK_SUCCESS) {
       atomic_store_explicit(&st->device_ready[dev], 1, memory_order_release);
     }
@@ -390,9 +403,16 @@ static kpack_status raise_smem_limit(const kpack_driver *d, const kpack_kernel *
   kpack_status s = KPACK_SUCCESS;
   pthread_mutex_lock(&g_load_lock);
   if (smem > atomic_load_explicit(&st->smem_limit[dev], memory_order_relaxed)) {
-    CUresult r = d->kernel_set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem,
-                                         (CUkernel)kernel, dev);
-    if (r != CUDA_SUCCESS) {
+    /* Looked up on first use (driver.h).  A driver without it fails here,
+       each time: like any failure, not latched. */
+    kpack_pfn_kernel_set_attribute set_attribute = kpack_rt_kernel_set_attribute(d);
+    CUresult r = set_attribute == NULL
+                     ? CUDA_SUCCESS
+                     : set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem,
+                                     (CUkernel)kernel, dev);
+    if (set_attribute == NULL) {
+      s = kpack_rt_fail_missing(KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
+    } else if (r != CUDA_SUCCESS) {
       /* INVALID_VALUE: more than the device allows, the caller's mistake. */
       kpack_status status =
           r == CUDA_ERROR_INVALID_VALUE ? KPACK_ERROR_INVALID_ARGUMENT : KPACK_ERROR_DRIVER;
@@ -492,13 +512,14 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   /* A device the library has no code for is refused before anything is
      loaded: the driver would otherwise fail inside cuLibraryGetKernel with
      a less helpful CUDA_ERROR_NO_BINARY_FOR_GPU. */
-  if (!ready && (s = check_device_archs(d, k, dev)) != KPACK_SUCCESS) {
+  int cc = 0;
+  if (!ready && (s = check_device_archs(d, k, dev, &cc)) != KPACK_SUCCESS) {
     return s;
   }
   if (kernel == 0 && (s = ensure_loaded(d, k, dev, &kernel)) != KPACK_SUCCESS) {
     return s;
   }
-  if (!ready && (s = ensure_device_ready(d, k, kernel, dev)) != KPACK_SUCCESS) {
+  if (!ready && (s = ensure_device_ready(d, k, kernel, dev, cc)) != KPACK_SUCCESS) {
     return s;
   }
   if (smem_bytes > KPACK_DEFAULT_SMEM_LIMIT &&
@@ -556,11 +577,20 @@ kpack_status kpack_unload_all(void) {
   kpack_status first = KPACK_SUCCESS;
   pthread_mutex_lock(&g_load_lock);
   const kpack_driver *d = kpack_rt_driver();
+  /* Looked up only when there is something to unload (driver.h). */
+  kpack_pfn_library_unload library_unload =
+      d != NULL && g_loaded != NULL ? kpack_rt_library_unload(d) : NULL;
+  if (d != NULL && g_loaded != NULL && library_unload == NULL) {
+    /* The libraries stay loaded in the driver; kpack forgets them all the
+       same, so the call still leaves the runtime as if never used. */
+    first = kpack_rt_fail_missing(KPACK_LAZY_LIBRARY_UNLOAD);
+  }
   kpack_kernel_state *next = NULL;
   for (kpack_kernel_state *st = g_loaded; st != NULL; st = next) {
     next = st->next_loaded;
-    CUresult r = d != NULL && st->library != NULL ? d->library_unload((CUlibrary)st->library)
-                                                  : CUDA_SUCCESS;
+    CUresult r = library_unload != NULL && st->library != NULL
+                     ? library_unload((CUlibrary)st->library)
+                     : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS && first == KPACK_SUCCESS) {
       first = fail_cu(d, KPACK_ERROR_DRIVER, r, "kpack_unload_all: cuLibraryUnload");
     }

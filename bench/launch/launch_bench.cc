@@ -60,7 +60,13 @@ struct Options {
   int rounds = 1000;     // measured rounds of --launch (each: one batch per variant)
   int warmup_rounds = 20;
   int batch = 256;       // launches per timed batch
-  int cold_runs = 20;    // fresh processes per cold variant in --all
+  // Fresh processes per cold variant (kpack, raw, <<<>>>) in --all, and for
+  // the two kpack diagnostics (spread over those runs).  Each costs about
+  // 0.33 s (an H200, 2026-11-22: mostly creating the context), so these
+  // 124 keep --all near 47 s; the median ratio's 95% interval is about
+  // +-0.06 at 36 pairs, against +-0.08 at the 20 of before.
+  int cold_runs = 36;
+  int cold_diag_runs = 8;
   int timeout_s = 0;     // 0: the mode's default
   bool quiet = false;    // no notes on stderr (errors are always printed)
 };
@@ -218,11 +224,39 @@ Json& add_spread(Json& j, const Stats& s) {
 
 // Statistics of op(a[i], b[i]): samples taken in the same round are paired,
 // which cancels drift that moves both (clock, temperature, other load).
+// A NaN marks a round that did not run a variant; such rounds are skipped.
 template <typename Op>
 Stats paired(const std::vector<double>& a, const std::vector<double>& b, Op op) {
   std::vector<double> r;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) r.push_back(op(a[i], b[i]));
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!std::isnan(a[i]) && !std::isnan(b[i])) r.push_back(op(a[i], b[i]));
+  }
   return stats_of(std::move(r));
+}
+
+// A distribution-free 95% confidence interval for the median of `v`: the
+// order statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (normal approximation to
+// the binomial; conservative by rounding outwards).  It narrows as
+// 1/sqrt(n), unlike p10..p90, which describe single runs and stay as wide
+// however many runs there are.
+std::pair<double, double> median_ci95(std::vector<double> v) {
+  if (v.empty()) fatal("internal: confidence interval of no samples");
+  std::sort(v.begin(), v.end());
+  const double n = static_cast<double>(v.size());
+  const double half = 1.96 * std::sqrt(n) / 2;
+  // 1-based ranks floor(n/2 - half) and n + 1 - that, as indices.
+  const long lo = std::max(0L, static_cast<long>(std::floor(n / 2 - half)) - 1);
+  const long hi = std::min(static_cast<long>(v.size()) - 1, static_cast<long>(v.size()) - 1 - lo);
+  return {v[static_cast<size_t>(lo)], v[static_cast<size_t>(hi)]};
+}
+
+// The samples of `v` that are not NaN.
+std::vector<double> present(const std::vector<double>& v) {
+  std::vector<double> out;
+  for (const double x : v) {
+    if (!std::isnan(x)) out.push_back(x);
+  }
+  return out;
 }
 
 // ---- The CUDA driver, for the raw variant and memory queries ---------------------
@@ -813,18 +847,29 @@ int run_cold(Cold kind, const std::string& fatbin) {
   return 0;
 }
 
-// Runs each cold variant `runs` times, each in a fresh process, rotating the
-// order so none always goes first, and prints their median, spread and
-// paired ratios.  This process never touches CUDA itself.
-int run_cold_repeat(int runs, const std::string& fatbin_dir) {
+// Runs kpack's, the raw and the <<<>>> cold variants `runs` times each and
+// kpack's two diagnostics `diag_runs` times each (in rounds spread evenly
+// over the `runs`), each run in a fresh process, rotating the order within a
+// round so none always goes first, and prints their median, spread and
+// ratios paired by round, with a 95% confidence interval of each median.
+// This process never touches CUDA itself.
+int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   const std::string fatbin = fatbin_path_in(fatbin_dir);
   const Cold kinds[] = {Cold::kKpack, Cold::kRaw, Cold::kCuda, Cold::kKpackPrefaulted, Cold::kKpackDriverWarm};
   constexpr int kKinds = 5;
+  constexpr int kMain = 3;  // kinds[0..3) run every round
+  diag_runs = std::min(diag_runs, runs);
+  // samples[k][round]; NaN where the round did not run kind k.
   std::vector<double> samples[kKinds];
-  note("cold: %d fresh processes per variant\n", runs);
+  for (auto& v : samples) v.assign(static_cast<size_t>(runs), std::nan(""));
+  note("cold: %d fresh processes per variant, %d per diagnostic variant\n", runs, diag_runs);
+  const auto start = Clock::now();
   for (int i = 0; i < runs; ++i) {
-    for (int j = 0; j < kKinds; ++j) {
-      const int k = (i + j) % kKinds;
+    // The diagnostics run in diag_runs of the rounds, spread evenly.
+    const bool diag = (static_cast<long>(i + 1) * diag_runs) / runs > (static_cast<long>(i) * diag_runs) / runs;
+    const int count = diag ? kKinds : kMain;
+    for (int j = 0; j < count; ++j) {
+      const int k = (i + j) % count;
       std::vector<std::string> args;
       switch (kinds[k]) {
         case Cold::kKpack: args = {"--cold-kpack"}; break;
@@ -837,14 +882,25 @@ int run_cold_repeat(int runs, const std::string& fatbin_dir) {
       const std::string what = strf("the %s child (run %d)", cold_name(kinds[k]), i + 1);
       const ChildResult r = run_self(args, true);
       require_child_ok(r, what);
-      samples[k].push_back(value_of(r.out, what));
+      samples[k][static_cast<size_t>(i)] = value_of(r.out, what);
     }
   }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const int children = runs * kMain + diag_runs * (kKinds - kMain);
+  note("cold: %d processes in %.1f s (%.0f ms each)\n", children, seconds, 1000 * seconds / children);
   Stats st[kKinds];
   for (int k = 0; k < kKinds; ++k) {
-    st[k] = stats_of(samples[k]);
+    if (k >= kMain && diag_runs == 0) continue;
+    const std::vector<double> v = present(samples[k]);
+    st[k] = stats_of(v);
+    const auto ci = median_ci95(v);
     Json j("cold", cold_name(kinds[k]), st[k].median, "us");
-    add_spread(j, st[k]).add("runs", runs).add("module_loading", module_loading()).emit();
+    add_spread(j, st[k])
+        .add("median_ci95_lo", ci.first)
+        .add("median_ci95_hi", ci.second)
+        .add("runs", static_cast<double>(v.size()))
+        .add("module_loading", module_loading())
+        .emit();
   }
   const auto ratio = [](double a, double b) { return a / b; };
   const struct {
@@ -856,12 +912,26 @@ int run_cold_repeat(int runs, const std::string& fatbin_dir) {
                {"kpack_prefaulted_over_raw", 1, 3},
                {"kpack_driver_warm_over_raw", 1, 4}};
   for (const auto& p : pairs) {
-    const Stats s = paired(samples[p.self], samples[p.other], ratio);
+    if (p.self >= kMain && diag_runs == 0) continue;
+    std::vector<double> r;
+    for (size_t i = 0; i < static_cast<size_t>(runs); ++i) {
+      const double a = samples[p.self][i], b = samples[p.other][i];
+      if (!std::isnan(a) && !std::isnan(b)) r.push_back(ratio(a, b));
+    }
+    const Stats s = stats_of(r);
+    const auto ci = median_ci95(r);
+    // value: the median of the per-round (paired) ratios, the number to
+    // quote; ratio_of_medians for comparison.
     Json("cold_ratio", p.name, s.median, "ratio")
         .add("p10", s.p10)
         .add("p90", s.p90)
+        .add("median_ci95_lo", ci.first)
+        .add("median_ci95_hi", ci.second)
+        .add("pairs", static_cast<double>(r.size()))
         .add("ratio_of_medians", st[p.self].median / st[p.other].median)
         .emit();
+    note("cold: %s paired by run: median %.3f (95%% CI %.3f..%.3f, p10 %.3f, p90 %.3f, %zu pairs)\n", p.name,
+         s.median, ci.first, ci.second, s.p10, s.p90, r.size());
   }
   return 0;
 }
@@ -1077,7 +1147,7 @@ int run_all(const std::string& fatbin_dir) {
                             false),
                    "the --launch child");
   note("== cold ==\n");
-  return run_cold_repeat(g_opt.cold_runs, fatbin_dir);
+  return run_cold_repeat(g_opt.cold_runs, g_opt.cold_diag_runs, fatbin_dir);
 }
 
 // ---- Command line --------------------------------------------------------------------------
@@ -1092,7 +1162,8 @@ int run_all(const std::string& fatbin_dir) {
                "  --cold-kpack               first kpack launch in this process (one JSON line)\n"
                "  --cold-raw FATBIN          first cuLibraryLoadData + cuLaunchKernel in this process\n"
                "  --cold-cuda                first <<<>>> launch in this process\n"
-               "  --cold-repeat N FATBIN_DIR the three cold modes N times each in fresh processes\n"
+               "  --cold-repeat N FATBIN_DIR the cold modes N times each in fresh processes (the two\n"
+               "                             kpack diagnostics --cold-diagnostic-runs times)\n"
                "  --lazy                     device memory after loading 1, 10 and all specializations\n"
                "  --all FATBIN_DIR           --lazy, --launch and --cold-repeat, each in fresh processes\n"
                "FATBIN_DIR holds %s.fatbin (build/manifests/kernels.kpack/fatbins).\n"
@@ -1100,7 +1171,9 @@ int run_all(const std::string& fatbin_dir) {
                "  --rounds N     measured rounds of --launch (default 1000)\n"
                "  --warmup N     unmeasured rounds before them (default 20)\n"
                "  --batch N      launches per timed batch, 1..1024 (default 256)\n"
-               "  --cold-runs N  fresh processes per cold variant in --all (default 20)\n"
+               "  --cold-runs N  fresh processes per cold variant in --all (default 36)\n"
+               "  --cold-diagnostic-runs N  fresh processes per kpack cold diagnostic (prefaulted,\n"
+               "                 driver warm) in --all and --cold-repeat, 0 for none (default 8)\n"
                "  --timeout S    exit 124 after S seconds (default: per mode)\n"
                "  --quiet        no notes on stderr\n"
                "Exit: 0 ok, 1 error, 2 usage, 77 no CUDA device, 124 timed out.\n",
@@ -1154,6 +1227,8 @@ int main(int argc, char** argv) {
       g_opt.batch = parse_count("--batch", need(i, "--batch"), 1, 1024);
     } else if (a == "--cold-runs") {
       g_opt.cold_runs = parse_count("--cold-runs", need(i, "--cold-runs"), 1, 100000);
+    } else if (a == "--cold-diagnostic-runs") {
+      g_opt.cold_diag_runs = parse_count("--cold-diagnostic-runs", need(i, "--cold-diagnostic-runs"), 0, 100000);
     } else if (a == "--timeout") {
       g_opt.timeout_s = parse_count("--timeout", need(i, "--timeout"), 1, 86400);
     } else if (a == "--quiet") {
@@ -1174,7 +1249,7 @@ int main(int argc, char** argv) {
   if (mode == "--cold-kpack-driver-warm") return run_cold(Cold::kKpackDriverWarm, "");
   if (mode == "--cold-repeat") {
     arm_watchdog(580);
-    return run_cold_repeat(repeat, operand);
+    return run_cold_repeat(repeat, std::min(repeat, g_opt.cold_diag_runs), operand);
   }
   if (mode == "--lazy") return run_lazy();
   return run_all(operand);

@@ -2,9 +2,14 @@
  * fake_cuda.c - a fake CUDA driver for the runtime tests.  See fake_cuda.h
  * for what it models and how tests control it.
  *
- * Built twice: libfakecuda.so with every entry point the runtime uses, and
+ * Built three times: libfakecuda.so with every entry point the runtime uses;
  * (with FAKE_CUDA_OLD_DRIVER) libfakecuda_old.so without the library/kernel
- * API of CUDA 12, to stand in for a driver that is too old.
+ * API of CUDA 12, to stand in for a driver that is too old; and (with
+ * FAKE_CUDA_LEAN_DRIVER) libfakecuda_lean.so with only the entry points the
+ * runtime resolves when it loads the driver (no cuInit, cuGetErrorName,
+ * cuMemGetInfo_v2, cuLibraryUnload or cuKernelSetAttribute), to show which
+ * those are and what the runtime does when it finds one of the others
+ * missing on first use.
  *
  * Synchronization is chosen so that ThreadSanitizer can still see races in
  * the runtime:
@@ -166,6 +171,7 @@ static _Atomic(int) g_live_libraries;
 
 /* ---- Driver entry points ---------------------------------------------------- */
 
+#ifndef FAKE_CUDA_LEAN_DRIVER
 /* Marks CUDA initialized; flags must be 0, as the driver requires. */
 EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
   count_call(FN_INIT, -1);
@@ -179,6 +185,7 @@ EXPORT CUresult CUDAAPI cuInit(unsigned int Flags) {
   atomic_store_explicit(&g_initialized, 1, memory_order_relaxed);
   return CUDA_SUCCESS;
 }
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* Returns CUDA_ERROR_NOT_INITIALIZED before cuInit, like the driver. */
 static CUresult check_initialized(void) {
@@ -186,6 +193,7 @@ static CUresult check_initialized(void) {
                                                                     : CUDA_ERROR_NOT_INITIALIZED;
 }
 
+#ifndef FAKE_CUDA_LEAN_DRIVER
 /* The driver's names for the codes the tests use; others are unknown. */
 EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
   count_call(FN_GET_ERROR_NAME, -1);
@@ -217,6 +225,7 @@ EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
   *pStr = NULL;
   return CUDA_ERROR_INVALID_VALUE;
 }
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* The thread's current device; CUDA_ERROR_INVALID_CONTEXT when none. */
 EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
@@ -266,6 +275,7 @@ EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
   return CUDA_SUCCESS;
 }
 
+#ifndef FAKE_CUDA_LEAN_DRIVER
 /* The configured free and total memory (cuMemGetInfo_v2 via cuda.h). */
 EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   count_call(FN_MEM_GET_INFO, current_device());
@@ -280,6 +290,7 @@ EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   *total_bytes = atomic_load_explicit(&g_mem_total, memory_order_relaxed);
   return CUDA_SUCCESS;
 }
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* ---- The library API of CUDA 12 (what an old driver lacks) ----------------- */
 
@@ -473,6 +484,7 @@ EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
   return r;
 }
 
+#ifndef FAKE_CUDA_LEAN_DRIVER
 /* Unloads a live library; its handles become invalid. */
 EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   count_call(FN_LIBRARY_UNLOAD, -1);
@@ -491,6 +503,7 @@ EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   pthread_mutex_unlock(&g_lock);
   return r;
 }
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* The kernel's CUfunction in the current device's context; marks the
    kernel resolved there (see lazy_module_load). */
@@ -517,6 +530,7 @@ EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) 
   return r;
 }
 
+#ifndef FAKE_CUDA_LEAN_DRIVER
 /* Sets MAX_DYNAMIC_SHARED_SIZE_BYTES of a kernel on a device, up to the
    opt-in limit; the only attribute kpack sets. */
 EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val,
@@ -546,6 +560,7 @@ EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int va
   pthread_mutex_unlock(&g_lock);
   return r;
 }
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* Returns whether `stream` is NULL (legacy default) or a fake stream. */
 static int stream_is_valid(const void *stream) {
@@ -773,4 +788,8 @@ EXPORT const char *fake_cuda_kernel_entry(const void *handle) {
   pthread_mutex_unlock(&g_lock);
   return k != NULL ? k->entry : NULL;
 #endif
+}
+
+EXPORT void fake_cuda_set_initialized(int initialized) {
+  atomic_store_explicit(&g_initialized, initialized != 0, memory_order_relaxed);
 }

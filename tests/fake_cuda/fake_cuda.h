@@ -17,6 +17,13 @@
  * only the entries listed, so tests can check that the runtime passed the
  * right image and entry name.
  *
+ * CUDA is initialized by cuInit or, standing in for an application that
+ * initialized it before its first kpack launch (cudaSetDevice), by
+ * fake_cuda_set_initialized().  Until then cuCtxGetDevice and the calls that
+ * need CUDA return CUDA_ERROR_NOT_INITIALIZED whatever the current device
+ * settings say, as the driver does: a context can only be current once CUDA
+ * is initialized.
+ *
  * C and C++.
  */
 #ifndef FAKE_CUDA_H
@@ -65,7 +72,7 @@ typedef struct fake_cuda_api {
   /* Forgets all libraries, counters, failures and settings: 1 device of
      compute capability 8.0, current on every thread; no delay; 1 GiB free
      of 16 GiB; 227 KiB opt-in shared memory.  Marks CUDA uninitialized
-     (cuInit must be called again).  Call only while the runtime has
+     (cuInit or set_initialized must be called again).  Call only while the runtime has
      nothing loaded (after kpack_unload_all). */
   void (*reset)(void);
   void (*set_device_count)(int count);
@@ -107,6 +114,9 @@ typedef struct fake_cuda_api {
   int (*last_launch)(fake_cuda_launch *out);
   /* The entry name of `handle` if it is a live CUkernel, else NULL. */
   const char *(*kernel_entry)(const void *handle);
+  /* Marks CUDA initialized (1) or not (0) without a counted cuInit call, as
+     an application's own cudaSetDevice() would have left it. */
+  void (*set_initialized)(int initialized);
 } fake_cuda_api;
 
 /*
@@ -120,7 +130,7 @@ static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
       "fake_cuda_set_load_delay_us", "fake_cuda_set_mem_info", "fake_cuda_set_max_smem_optin",
       "fake_cuda_count", "fake_cuda_count_on_device", "fake_cuda_live_libraries",
       "fake_cuda_last_image", "fake_cuda_last_smem_attribute", "fake_cuda_stream",
-      "fake_cuda_last_launch", "fake_cuda_kernel_entry"};
+      "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized"};
   /* The members are function pointers in declaration order, all of the size
      of void * (POSIX), so they are filled as an array; memcpy because C and
      C++ have no portable void * to function pointer conversion. */

@@ -53,15 +53,16 @@ MUTANTS = [
     ("function resolved on every launch", "runtime/kpack_runtime.c",
      "if (atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) == 0) {", "if (1) {", RUNTIME),
     ("no device check before loading", "runtime/kpack_runtime.c",
-     "if (!ready && (s = check_device_archs(d, k, dev)) != KPACK_SUCCESS) {", "if (0) {", RUNTIME),
-    # Equivalent: the check before loading has already refused such a device
-    # (it survived the first pass, 2026-11-22; kept to show it).
-    ("no device check under the lock (equivalent)", "runtime/kpack_runtime.c",
-     "      s = check_archs(k, dev, cc);", "      (void)0;", RUNTIME),
+     "if (!ready && (s = check_device_archs(d, k, dev, &cc)) != KPACK_SUCCESS) {", "if (0) {", RUNTIME),
+    # The first launch skips cuInit only when a context is current.
+    ("cuInit skipped without a current context", "runtime/driver.c",
+     "if (t->ctx_get_device(&device) == CUDA_SUCCESS) {", "if (1) {", RUNTIME),
+    ("lazy entry points kept after the driver is closed", "runtime/driver.c",
+     "    clear_lazy();\n    dlclose(g_table.handle);", "    dlclose(g_table.handle);", RUNTIME),
     ("outputs written in place", "compiler/fs_util.cc",
      "std::string tmp = path + \".tmp.\" + std::to_string(getpid()) + \".\" + std::to_string(counter++);",
      "std::string tmp = path;", CRASH),
-    ("cache entries trusted without their hash", "compiler/compile.cc",
+    ("cache entries trusted without their hash", "compiler/unit_cache.cc",
      "if (!binary || HashHex(*binary) != binary_hash) return false;", "if (!binary) return false;", CRASH),
 ]
 

@@ -131,6 +131,20 @@ TEST_CASE("after first use a launch is cuCtxGetDevice plus cuLaunchKernel", "[la
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
 }
 
+TEST_CASE("a first launch on a device reads its compute capability once", "[launch]") {
+  FakeDriver fake;
+  fake->set_device_count(2);
+  Args args;
+  REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuDeviceGetAttribute") == 2); // major and minor, for the arch check
+  REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuDeviceGetAttribute") == 2); // the device is ready: not read again
+  fake->set_current_device(1);
+  REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuDeviceGetAttribute") == 4);
+  CHECK(fake->count_on_device("cuDeviceGetAttribute", 1) == 2);
+}
+
 TEST_CASE("a grid with a zero dimension launches nothing and touches no driver", "[launch]") {
   FakeDriver fake;
   fake->set_current_device(-1); // would fail if the driver were asked
@@ -588,7 +602,10 @@ TEST_CASE("kpack_unload_all unloads every library and the next launch loads agai
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{0, 0});
 
   CHECK(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
-  CHECK(fake.count("cuInit") == 2); // the driver was closed and is opened again
+  // The driver was closed and is opened again; CUDA stays initialized in the
+  // process and a context is current, so cuInit is not called again.
+  CHECK(fake.count("cuInit") == 1);
+  CHECK(fake.count("cuCtxGetDevice") == 2 + 1 + 2); // probe and launch, launch, probe and launch
   CHECK(fake.count("cuLibraryLoadData") == 3);
   CHECK(fake->live_libraries() == 1);
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});

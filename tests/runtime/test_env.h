@@ -4,8 +4,10 @@
  * fake and an unloaded runtime pointed at it.
  *
  * meson passes the fake's paths in the environment: FAKE_CUDA_PATH
- * (libfakecuda.so) and FAKE_CUDA_OLD_PATH (libfakecuda_old.so, a "driver"
- * without the CUDA 12 library API).
+ * (libfakecuda.so), FAKE_CUDA_OLD_PATH (libfakecuda_old.so, a "driver"
+ * without the CUDA 12 library API) and FAKE_CUDA_LEAN_PATH
+ * (libfakecuda_lean.so, with only the entry points the runtime resolves
+ * when it loads the driver).
  */
 #ifndef KPACK_TEST_ENV_H
 #define KPACK_TEST_ENV_H
@@ -17,6 +19,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace kpack_test {
@@ -34,18 +38,30 @@ inline const std::string &fake_path() {
 }
 
 /*
- * The fake's control functions, bound once.  The dlopen handle is kept for
- * the life of the process, so the fake stays loaded (and these pointers
- * valid) when kpack_unload_all() dlcloses the runtime's reference.
+ * The control functions of the fake at `path` (a build of fake_cuda.c),
+ * bound once per path; nullptr if it does not load or lacks a function.
+ * The dlopen handle is kept for the life of the process, so the fake stays
+ * loaded (and these pointers valid) when kpack_unload_all() dlcloses the
+ * runtime's reference.
  */
-inline const fake_cuda_api *fake_api() {
-  static fake_cuda_api api;
-  static const bool bound = [] {
-    void *handle = dlopen(fake_path().c_str(), RTLD_NOW | RTLD_LOCAL);
-    return fake_cuda_bind(&api, handle) == 0;
-  }();
-  return bound ? &api : nullptr;
+inline const fake_cuda_api *fake_api_at(const std::string &path) {
+  static std::mutex lock;
+  static std::map<std::string, fake_cuda_api> bound;
+  std::lock_guard<std::mutex> hold(lock);
+  auto it = bound.find(path);
+  if (it == bound.end()) {
+    fake_cuda_api api{};
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr || fake_cuda_bind(&api, handle) != 0) {
+      return nullptr;
+    }
+    it = bound.emplace(path, api).first;
+  }
+  return &it->second;
 }
+
+/* The control functions of libfakecuda.so. */
+inline const fake_cuda_api *fake_api() { return fake_api_at(fake_path()); }
 
 /*
  * Per-test environment: unloads the runtime, resets the fake (one sm_80
