@@ -42,8 +42,6 @@ _Static_assert(_Generic(&cuLibraryGetKernel, kpack_pfn_library_get_kernel: 1, de
                "cuLibraryGetKernel");
 _Static_assert(_Generic(&cuLibraryUnload, kpack_pfn_library_unload: 1, default: 0),
                "cuLibraryUnload");
-_Static_assert(_Generic(&cuKernelGetFunction, kpack_pfn_kernel_get_function: 1, default: 0),
-               "cuKernelGetFunction");
 _Static_assert(_Generic(&cuKernelSetAttribute, kpack_pfn_kernel_set_attribute: 1, default: 0),
                "cuKernelSetAttribute");
 _Static_assert(_Generic(&cuLaunchKernel, kpack_pfn_launch_kernel: 1, default: 0),
@@ -68,7 +66,6 @@ static const entry_point k_entry_points[] = {
     {"cuDeviceGetAttribute", offsetof(kpack_driver, device_get_attribute)},
     {"cuLibraryLoadData", offsetof(kpack_driver, library_load_data)},
     {"cuLibraryGetKernel", offsetof(kpack_driver, library_get_kernel)},
-    {"cuKernelGetFunction", offsetof(kpack_driver, kernel_get_function)},
     {"cuLaunchKernel", offsetof(kpack_driver, launch_kernel)},
 };
 

@@ -32,7 +32,6 @@ typedef CUresult (*kpack_pfn_library_load_data)(CUlibrary *library, const void *
 typedef CUresult (*kpack_pfn_library_get_kernel)(CUkernel *kernel, CUlibrary library,
                                                  const char *name);
 typedef CUresult (*kpack_pfn_library_unload)(CUlibrary library);
-typedef CUresult (*kpack_pfn_kernel_get_function)(CUfunction *function, CUkernel kernel);
 typedef CUresult (*kpack_pfn_kernel_set_attribute)(CUfunction_attribute attribute, int value,
                                                    CUkernel kernel, CUdevice device);
 typedef CUresult (*kpack_pfn_launch_kernel)(CUfunction f, unsigned int grid_x,
@@ -61,7 +60,6 @@ typedef struct kpack_driver {
   kpack_pfn_device_get_attribute device_get_attribute;
   kpack_pfn_library_load_data library_load_data;
   kpack_pfn_library_get_kernel library_get_kernel;
-  kpack_pfn_kernel_get_function kernel_get_function;
   kpack_pfn_launch_kernel launch_kernel;
 } kpack_driver;
 

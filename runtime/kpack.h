@@ -91,7 +91,8 @@ typedef enum kpack_status {
   KPACK_ERROR_NO_SPECIALIZATION = 7,
   /* The device ran out of memory while loading a kernel. */
   KPACK_ERROR_OUT_OF_MEMORY = 8,
-  /* cuLibraryLoadData, cuLibraryGetKernel or cuKernelGetFunction failed. */
+  /* cuLibraryLoadData or cuLibraryGetKernel failed, or the first launch on a
+     device could not load the code into its context. */
   KPACK_ERROR_LOAD_FAILED = 9,
   /* cuLaunchKernel rejected the launch (bad stream, too many resources...). */
   KPACK_ERROR_LAUNCH_FAILED = 10,
@@ -206,7 +207,9 @@ kpack_status kpack_unload_all(void);
 /*
  * Counters of what the runtime has done since start (or kpack_unload_all):
  * libraries loaded with cuLibraryLoadData, and (kernel, device) pairs
- * resolved with cuKernelGetFunction.  For tests and benchmarks.  Never fails;
+ * prepared: launched successfully on that device for the first time, which
+ * loads the kernel's code into the device's context.  For tests and
+ * benchmarks.  Never fails;
  * NULL pointers are skipped.
  */
 void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resolved);

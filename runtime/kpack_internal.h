@@ -73,9 +73,10 @@ typedef struct kpack_kernel {
  *
  * The first launch of `k` in the process loads its fatbin
  * (cuLibraryLoadData, cuLibraryGetKernel); the first launch on each device
- * checks that the device has SASS for it, resolves the function
- * (cuKernelGetFunction) and raises the dynamic shared-memory limit when
- * `smem` > 48 KiB.  Racing first launches load exactly once.  After that the
+ * checks that the device has SASS for it, raises the dynamic shared-memory
+ * limit when `smem` > 48 KiB, and launches under the load lock (the driver
+ * loads the code into the context inside that launch; its failures get load
+ * statuses).  Racing first launches load exactly once.  After that the
  * path is cuCtxGetDevice, two atomic loads and cuLaunchKernel of the
  * context-independent CUkernel: no locks, no allocation, no synchronization,
  * so it is legal inside stream capture.

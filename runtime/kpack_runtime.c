@@ -13,16 +13,17 @@
  *     cuLibraryLoadData and look up its CUkernel.  The handle is published
  *     with a release store into state->kernel; the state joins g_loaded so
  *     kpack_unload_all finds it.
- *  2. First launch on each device: the same arch check (once per launch,
- *     with the compute capability read once), then under g_load_lock call
- *     cuKernelGetFunction so that the module is loaded into the current
- *     context now and any failure (out of memory, no binary) is reported as
- *     a load error rather than surfacing from a later launch, possibly inside
- *     a stream capture.  Publish state->device_ready[dev] with a release
- *     store.
- *  3. First launch on a device with more than 48 KiB of dynamic shared
+ *  2. First launch on a device with more than 48 KiB of dynamic shared
  *     memory (and each time a launch needs more than before): raise the
- *     kernel's limit with cuKernelSetAttribute, under g_load_lock.
+ *     kernel's limit on that device with cuKernelSetAttribute, under
+ *     g_load_lock.
+ *  3. First launch on each device: the same arch check (once per launch,
+ *     with the compute capability read once), then the launch itself under
+ *     g_load_lock.  The driver loads the module into the current context
+ *     inside that cuLaunchKernel (lazy loading), so a failure to load (out
+ *     of memory, no binary) comes back from it and is reported with its
+ *     load status.  Publish state->device_ready[dev] with a release store
+ *     once it succeeded.
  *  4. Every launch after that (the hot path): argument checks (the ABI
  *     version is compared on every call; it is one integer and saves
  *     reasoning about when it could be skipped), an acquire load of the
@@ -48,11 +49,18 @@
  * cuLaunchKernel accepts it in place of a CUfunction, launching it in the
  * calling thread's current context.  One handle per specialization therefore
  * serves every device and every context, so the hot path needs no
- * per-context table.  cuKernelGetFunction is only called to force the load
- * and surface errors early; its CUfunction is not kept (it would be wrong
- * for another context on the same device).  A thread that switches to a
- * second, non-primary context on a device already prepared gets the module
- * loaded lazily by cuLaunchKernel in that context.
+ * per-context table.  A thread that switches to a second, non-primary
+ * context on a device already prepared gets the module loaded lazily by
+ * cuLaunchKernel in that context.
+ *
+ * Why the first launch on a device loads the module itself
+ * ---------------------------------------------------------
+ * Earlier versions called cuKernelGetFunction first, to force the load into
+ * the context and report its errors as load errors.  On the H100 and H200
+ * that made a cold first launch cost about 30 us more than a bare
+ * cuLibraryLoadData + cuLaunchKernel of the same fatbin (the load that
+ * cuLaunchKernel does by itself is cheaper: bench/RESULTS.md), so the first
+ * launch now loads it, under the lock, and its errors get the same statuses.
  *
  * Locking and the primary context
  * -------------------------------
@@ -140,8 +148,7 @@ static kpack_status fail_cu(const kpack_driver *d, kpack_status status, CUresult
   return status;
 }
 
-/* The status for a failed load step (cuLibraryLoadData, cuLibraryGetKernel,
-   cuKernelGetFunction). */
+/* The status for a failed load step (cuLibraryLoadData, cuLibraryGetKernel). */
 static kpack_status load_status(CUresult r) {
   switch (r) {
   case CUDA_ERROR_OUT_OF_MEMORY: return KPACK_ERROR_OUT_OF_MEMORY;
@@ -348,47 +355,88 @@ static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, 
   return s;
 }
 
-/*
- * Resolves k's function in the current context (on `dev`), which makes the
- * driver load the module there now.  Called with g_load_lock held.
- */
-static kpack_status resolve_function(const kpack_driver *d, const kpack_kernel *k,
-                                     uintptr_t kernel, CUdevice dev, int cc) {
-  CUfunction function = NULL;
-  CUresult r = d->kernel_get_function(&function, (CUkernel)kernel);
-  if (r != CUDA_SUCCESS) {
-    kpack_status s = fail_cu(d, load_status(r), r, "%s: cuKernelGetFunction on device %d (sm_%d)",
-                             name_of(k), (int)dev, cc);
-    append_memory_info(d, r, dev);
-    return s;
-  }
-  atomic_fetch_add_explicit(&g_functions_resolved, 1, memory_order_relaxed);
-  return KPACK_SUCCESS;
+/* One launch's geometry, stream and arguments, as kpack_launch got them. */
+typedef struct launch_config {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t smem;
+  CUstream stream;
+  void **args;
+} launch_config;
+
+/* Launches the CUkernel itself; see "Why the CUkernel is launched directly". */
+static inline CUresult launch_now(const kpack_driver *d, uintptr_t kernel, const launch_config *c) {
+  return d->launch_kernel((CUfunction)kernel, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+                          c->block[1], c->block[2], c->smem, c->stream, c->args, NULL);
+}
+
+/* Fails with KPACK_ERROR_LAUNCH_FAILED: cuLaunchKernel returned `r`. */
+static kpack_status fail_launch(const kpack_driver *d, const kpack_kernel *k, CUresult r,
+                                const launch_config *c) {
+  return fail_cu(d, KPACK_ERROR_LAUNCH_FAILED, r,
+                 "%s: cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)", name_of(k),
+                 c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                 c->smem);
 }
 
 /*
- * Slow path of step 2: prepares `dev`, of compute capability `cc`, for k
- * once.  The caller has checked k's archs against `cc` (check_device_archs)
- * in this same launch; a device's compute capability does not change, so
- * neither is repeated here.
+ * The status of a first launch on a device that failed with `r`: the load
+ * status where loading the module into the context explains it, otherwise
+ * KPACK_ERROR_LAUNCH_FAILED, as on the hot path.
  */
-static kpack_status ensure_device_ready(const kpack_driver *d, const kpack_kernel *k,
-                                        uintptr_t kernel, CUdevice dev, int cc) {
+static kpack_status first_launch_status(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_OUT_OF_MEMORY: return KPACK_ERROR_OUT_OF_MEMORY;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU: return KPACK_ERROR_NO_BINARY_FOR_DEVICE;
+  case CUDA_ERROR_INVALID_IMAGE:
+  case CUDA_ERROR_INVALID_PTX:
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+  case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+  case CUDA_ERROR_JIT_COMPILATION_DISABLED:
+  case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED: return KPACK_ERROR_LOAD_FAILED;
+  default: return KPACK_ERROR_LAUNCH_FAILED;
+  }
+}
+
+/*
+ * Slow path of step 3: the first launch of k on `dev`, of compute capability
+ * `cc`, whose archs the caller checked against k in this same launch (a
+ * device's compute capability does not change).  Launches under g_load_lock,
+ * so racing first launches on a device load the module once, and marks the
+ * device ready when the launch succeeded; a failure is not latched, so the
+ * next launch tries again.  A thread that finds the device ready by the time
+ * it holds the lock launches as on the hot path.
+ */
+static kpack_status first_launch_on_device(const kpack_driver *d, const kpack_kernel *k,
+                                           uintptr_t kernel, CUdevice dev, int cc,
+                                           const launch_config *c) {
   kpack_kernel_state *st = k->state;
-  kpack_status s = KPACK_SUCCESS;
   pthread_mutex_lock(&g_load_lock);
-  if (atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) == 0) {
-    s = resolve_function(d, k, kernel, dev, cc);
-    if (s == KPACK_SUCCESS) {
-      atomic_store_explicit(&st->device_ready[dev], 1, memory_order_release);
-    }
+  const int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) != 0;
+  CUresult r = launch_now(d, kernel, c);
+  if (r == CUDA_SUCCESS && !ready) {
+    atomic_fetch_add_explicit(&g_functions_resolved, 1, memory_order_relaxed);
+    atomic_store_explicit(&st->device_ready[dev], 1, memory_order_release);
   }
   pthread_mutex_unlock(&g_load_lock);
+  if (r == CUDA_SUCCESS) {
+    return KPACK_SUCCESS;
+  }
+  const kpack_status status = ready ? KPACK_ERROR_LAUNCH_FAILED : first_launch_status(r);
+  if (status == KPACK_ERROR_LAUNCH_FAILED) {
+    return fail_launch(d, k, r, c);
+  }
+  kpack_status s = fail_cu(d, status, r,
+                           "%s: first launch on device %d (sm_%d), which loads its code: "
+                           "cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)",
+                           name_of(k), (int)dev, cc, c->grid[0], c->grid[1], c->grid[2],
+                           c->block[0], c->block[1], c->block[2], c->smem);
+  append_memory_info(d, r, dev);
   return s;
 }
 
 /*
- * Slow path of step 3: raises k's dynamic shared-memory limit on `dev` to
+ * Slow path of step 2: raises k's dynamic shared-memory limit on `dev` to
  * `smem` unless it is already at least that.  The limit only grows, so a
  * launch with less never comes here again.
  */
@@ -519,23 +567,20 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   if (kernel == 0 && (s = ensure_loaded(d, k, dev, &kernel)) != KPACK_SUCCESS) {
     return s;
   }
-  if (!ready && (s = ensure_device_ready(d, k, kernel, dev, cc)) != KPACK_SUCCESS) {
-    return s;
-  }
+  /* Before the first launch too: the limit is the kernel's, per device,
+     whether or not its module is loaded in a context yet. */
   if (smem_bytes > KPACK_DEFAULT_SMEM_LIMIT &&
       smem_bytes > atomic_load_explicit(&st->smem_limit[dev], memory_order_acquire) &&
       (s = raise_smem_limit(d, k, kernel, dev, smem_bytes)) != KPACK_SUCCESS) {
     return s;
   }
-  /* The CUkernel goes straight to cuLaunchKernel; see the file comment. */
-  CUresult r = d->launch_kernel((CUfunction)kernel, grid_x, grid_y, grid_z, block_x, block_y,
-                                block_z, smem_bytes, (CUstream)stream, args, NULL);
-  if (r != CUDA_SUCCESS) {
-    return fail_cu(d, KPACK_ERROR_LAUNCH_FAILED, r,
-                   "%s: cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)", name_of(k),
-                   grid_x, grid_y, grid_z, block_x, block_y, block_z, smem_bytes);
+  const launch_config c = {{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, smem_bytes,
+                           (CUstream)stream, args};
+  if (!ready) {
+    return first_launch_on_device(d, k, kernel, dev, cc, &c);
   }
-  return KPACK_SUCCESS;
+  CUresult r = launch_now(d, kernel, &c);
+  return r == CUDA_SUCCESS ? KPACK_SUCCESS : fail_launch(d, k, r, &c);
 }
 
 /* ---- Introspection and control ------------------------------------------------ */

@@ -15,11 +15,13 @@
  * the runtime:
  *   - counters and settings are relaxed atomics, which create no
  *     happens-before edges between threads;
- *   - cuCtxGetDevice and cuLaunchKernel take no lock;
+ *   - cuCtxGetDevice takes no lock, and cuLaunchKernel only to load a
+ *     module into a context (the driver's lazy loading);
  *   - cuLaunchKernel reads the plain fields that cuLibraryGetKernel,
- *     cuKernelGetFunction and cuKernelSetAttribute wrote (under g_lock)
- *     without a lock, so a launch that the runtime did not order after them
- *     (release/acquire on its state) is reported as a data race.
+ *     cuKernelGetFunction, cuKernelSetAttribute and a launch's lazy module
+ *     load wrote (under g_lock) without a lock, so a launch that the runtime
+ *     did not order after them (release/acquire on its state) is reported as
+ *     a data race.
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 
@@ -152,7 +154,7 @@ typedef struct fake_kernel {
   struct fake_library *library;
   char entry[MAX_ENTRY_NAME];
   int num_params;
-  int resolved_on[FAKE_CUDA_MAX_DEVICES];  /* cuKernelGetFunction called */
+  int resolved_on[FAKE_CUDA_MAX_DEVICES];  /* module loaded in the device's context */
   int smem_limit[FAKE_CUDA_MAX_DEVICES];   /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
   fake_function functions[FAKE_CUDA_MAX_DEVICES];
 } fake_kernel;
@@ -654,8 +656,19 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
   if (k->num_params > 0 && kernelParams == NULL) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  /* The driver's lazy loading: a module not yet in this context is loaded
+     now and stays loaded.  Read without the lock on purpose (see the file
+     comment): the runtime must order a device's first launch, which writes
+     it, before every later launch there. */
   if (!k->resolved_on[dev]) {
+    pthread_mutex_lock(&g_lock);
     count_call(FN_LAZY_MODULE_LOAD, dev);
+    r = take_failure(FN_LAZY_MODULE_LOAD);
+    k->resolved_on[dev] = r == CUDA_SUCCESS;
+    pthread_mutex_unlock(&g_lock);
+    if (r != CUDA_SUCCESS) {
+      return r;
+    }
   }
   record_launch(f, was_kernel, k, dev, grid, block, sharedMemBytes, hStream, kernelParams, extra);
   return CUDA_SUCCESS;

@@ -93,8 +93,10 @@ typedef struct fake_cuda_api {
   void (*set_max_smem_optin)(int bytes);
   /* Calls of `function` since reset (failed ones included), or ~0 for an
      unknown name.  Besides driver functions: "lazy_module_load" counts
-     launches of a CUkernel on a device where cuKernelGetFunction was never
-     called for it (the driver would then load the module at launch). */
+     launches of a CUkernel that loaded its module on the device (the first
+     there, unless cuKernelGetFunction loaded it before), as the driver's
+     lazy loading does.  fail_next("lazy_module_load", r) makes the next
+     such load fail, and with it that launch. */
   unsigned long long (*count)(const char *function);
   /* As count(), for calls made on (or, for cuKernelSetAttribute, naming)
      `device`.  Counted for cuKernelGetFunction, cuKernelSetAttribute,

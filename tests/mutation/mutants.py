@@ -50,8 +50,11 @@ MUTANTS = [
      "if (r == CUDA_ERROR_INVALID_CONTEXT) {", "if (r != CUDA_SUCCESS) {", RUNTIME),
     ("first load without the lock", "runtime/kpack_runtime.c",
      "  pthread_mutex_lock(&g_load_lock);\n  /* Relaxed under the lock", "  /* Relaxed under the lock", RUNTIME),
-    ("function resolved on every launch", "runtime/kpack_runtime.c",
-     "if (atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) == 0) {", "if (1) {", RUNTIME),
+    ("every launch takes the first-launch path", "runtime/kpack_runtime.c",
+     "  int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_acquire) != 0;",
+     "  int ready = 0;", RUNTIME),
+    ("a failed first launch marks the device ready", "runtime/kpack_runtime.c",
+     "  if (r == CUDA_SUCCESS && !ready) {", "  if (!ready) {", RUNTIME),
     ("no device check before loading", "runtime/kpack_runtime.c",
      "if (!ready && (s = check_device_archs(d, k, dev, &cc)) != KPACK_SUCCESS) {", "if (0) {", RUNTIME),
     # The first launch skips cuInit only when a context is current.

@@ -86,10 +86,10 @@ TEST_CASE("the first launch loads the fatbin and launches its CUkernel with the 
   CHECK(fake.count("cuLibraryLoadData") == 1);
   CHECK(fake->last_image() == fx_fatbin_data(FX_VECTOR_ADD));
   CHECK(fake.count("cuLibraryGetKernel") == 1);
-  CHECK(fake.count("cuKernelGetFunction") == 1);
+  CHECK(fake.count("cuKernelGetFunction") == 0);
   CHECK(fake.count("cuKernelSetAttribute") == 0);
   CHECK(fake.count("cuLaunchKernel") == 1);
-  CHECK(fake.count("lazy_module_load") == 0); // resolved before the launch
+  CHECK(fake.count("lazy_module_load") == 1); // loaded into the context by the launch
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
 
   fake_cuda_launch l{};
@@ -270,12 +270,12 @@ TEST_CASE("SASS and PTX compatibility rules", "[device]") {
     const kpack_status status = launch(FX_PROBE, args);
     if (row.error == nullptr) {
       CHECK(status == KPACK_SUCCESS);
-      CHECK(fake.count("cuKernelGetFunction") == 1);
+      CHECK(fake.count("lazy_module_load") == 1);
       CHECK(fake.count("cuLaunchKernel") == 1);
     } else {
       CHECK(status == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
       CHECK(detail() == row.error);
-      CHECK(fake.count("cuKernelGetFunction") == 0);
+      CHECK(fake.count("lazy_module_load") == 0);
       CHECK(fake.count("cuLaunchKernel") == 0);
     }
   }
@@ -293,8 +293,8 @@ TEST_CASE("each device is checked against its own compute capability", "[device]
   CHECK(detail() ==
         "vector_add_f16_b256: device 1 is sm_75; this library has SASS for sm_80,sm_90 and no PTX");
   CHECK(fake.count("cuLibraryLoadData") == 1);
-  CHECK(fake->count_on_device("cuKernelGetFunction", 0) == 1);
-  CHECK(fake->count_on_device("cuKernelGetFunction", 1) == 0);
+  CHECK(fake->count_on_device("lazy_module_load", 0) == 1);
+  CHECK(fake->count_on_device("cuLaunchKernel", 1) == 0);
 }
 
 TEST_CASE("a device ordinal beyond KPACK_MAX_DEVICES is refused", "[device]") {
@@ -329,37 +329,45 @@ TEST_CASE("running out of memory in cuLibraryLoadData is KPACK_ERROR_OUT_OF_MEMO
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
 }
 
-TEST_CASE("cuKernelGetFunction errors map to kpack statuses", "[load]") {
+TEST_CASE("a first launch that cannot load its code into the context maps to kpack statuses",
+          "[load]") {
+  // The driver loads the module into the context inside the first
+  // cuLaunchKernel on a device (lazy loading); what that load fails with gets
+  // the status a failed cuLibraryLoadData would, and any other failure of
+  // that launch is a launch failure as on the hot path.
+  const std::string call = "cuLaunchKernel(grid 1x1x1, block 256x1x1, smem 0) failed: ";
+  const std::string first = "vector_add_f16_b256: first launch on device 0 (sm_80), which loads its code: ";
   struct Row {
+    const char *where;  // "lazy_module_load" or "cuLaunchKernel"
     int cu;
     kpack_status status;
-    const char *detail;
+    std::string detail;
   };
   const Row rows[] = {
-      {2, KPACK_ERROR_OUT_OF_MEMORY,
-       "vector_add_f16_b256: cuKernelGetFunction on device 0 (sm_80) failed: "
-       "CUDA_ERROR_OUT_OF_MEMORY (2); device 0 has 1024 MiB free of 16384 MiB"},
-      {209, KPACK_ERROR_NO_BINARY_FOR_DEVICE,
-       "vector_add_f16_b256: cuKernelGetFunction on device 0 (sm_80) failed: "
-       "CUDA_ERROR_NO_BINARY_FOR_GPU (209)"},
-      {200, KPACK_ERROR_LOAD_FAILED,
-       "vector_add_f16_b256: cuKernelGetFunction on device 0 (sm_80) failed: "
-       "CUDA_ERROR_INVALID_IMAGE (200)"},
+      {"lazy_module_load", 2, KPACK_ERROR_OUT_OF_MEMORY,
+       first + call + "CUDA_ERROR_OUT_OF_MEMORY (2); device 0 has 1024 MiB free of 16384 MiB"},
+      {"lazy_module_load", 209, KPACK_ERROR_NO_BINARY_FOR_DEVICE,
+       first + call + "CUDA_ERROR_NO_BINARY_FOR_GPU (209)"},
+      {"lazy_module_load", 200, KPACK_ERROR_LOAD_FAILED,
+       first + call + "CUDA_ERROR_INVALID_IMAGE (200)"},
+      {"cuLaunchKernel", 400, KPACK_ERROR_LAUNCH_FAILED,
+       "vector_add_f16_b256: " + call + "CUDA_ERROR_INVALID_HANDLE (400)"},
   };
   for (const Row &row : rows) {
-    INFO("CUresult " << row.cu);
+    INFO(row.where << " fails with CUresult " << row.cu);
     FakeDriver fake;
-    REQUIRE(fake->fail_next("cuKernelGetFunction", row.cu) == 0);
+    REQUIRE(fake->fail_next(row.where, row.cu) == 0);
     Args args;
     CHECK(launch(FX_VECTOR_ADD, args) == row.status);
     CHECK(kpack_last_cu_result() == row.cu);
     CHECK(detail() == row.detail);
-    CHECK(fake.count("cuLaunchKernel") == 0);
+    CHECK(fake.count("cuLaunchKernel") == 1);
     CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 0});
-    // The device was not marked ready: the next launch resolves again.
+    // The device was not marked ready: the next launch loads the module.
     CHECK(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
-    CHECK(fake.count("cuKernelGetFunction") == 2);
+    CHECK(fake.count("lazy_module_load") == (std::string(row.where) == "lazy_module_load" ? 2u : 1u));
     CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
+    CHECK(fake.count("cuKernelGetFunction") == 0);
   }
 }
 
@@ -495,10 +503,10 @@ TEST_CASE("32 racing first launches load exactly once and all launch", "[race]")
   }
   CHECK(fake.count("cuLibraryLoadData") == 1);
   CHECK(fake.count("cuLibraryGetKernel") == 1);
-  CHECK(fake.count("cuKernelGetFunction") == 1);
+  CHECK(fake.count("cuKernelGetFunction") == 0);
   CHECK(fake.count("cuKernelSetAttribute") == 1);
   CHECK(fake.count("cuLaunchKernel") == kThreads);
-  CHECK(fake.count("lazy_module_load") == 0);
+  CHECK(fake.count("lazy_module_load") == 1); // one first launch, under the lock
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
 }
 
@@ -532,15 +540,15 @@ TEST_CASE("64 threads over 4 devices: one load per kernel, one resolve per kerne
   CHECK(failures.load() == 0);
   CHECK(fake.count("cuLibraryLoadData") == kKernels);
   CHECK(fake.count("cuLibraryGetKernel") == kKernels);
-  CHECK(fake.count("cuKernelGetFunction") == kKernels * kDevices);
+  CHECK(fake.count("lazy_module_load") == kKernels * kDevices);
   CHECK(fake.count("cuKernelSetAttribute") == kDevices); // FX_BIG_SMEM, once per device
   for (int d = 0; d < kDevices; ++d) {
     INFO("device " << d);
-    CHECK(fake->count_on_device("cuKernelGetFunction", d) == kKernels);
+    CHECK(fake->count_on_device("lazy_module_load", d) == kKernels);
     CHECK(fake->count_on_device("cuKernelSetAttribute", d) == 1);
     CHECK(fake->count_on_device("cuLaunchKernel", d) == kThreads / kDevices * kKernels);
   }
-  CHECK(fake.count("lazy_module_load") == 0);
+  CHECK(fake.count("cuKernelGetFunction") == 0);
   CHECK(load_counts() ==
         std::pair<uint64_t, uint64_t>{kKernels, kKernels * kDevices});
 }
@@ -549,8 +557,8 @@ TEST_CASE("launches after another thread's first launch see its state without th
           "[race]") {
   // Threads that arrive after the first launch take the lock-free path, so
   // nothing but the runtime's release/acquire pairs orders them after the
-  // first use.  The fake reads what cuKernelGetFunction and
-  // cuKernelSetAttribute wrote without a lock, so under ThreadSanitizer a
+  // first use.  The fake reads what a device's first launch (its lazy module
+  // load) and cuKernelSetAttribute wrote without a lock, so under ThreadSanitizer a
   // missing acquire or release in the runtime shows up as a data race here.
   // The waiting below is deliberately relaxed: it must not order anything.
   // Each section leaves one published field as the only ordering: with
@@ -581,7 +589,7 @@ TEST_CASE("launches after another thread's first launch see its state without th
   });
   CHECK(failures.load() == 0);
   CHECK(fake.count("cuLibraryLoadData") == 1);
-  CHECK(fake.count("cuKernelGetFunction") == 2);
+  CHECK(fake.count("lazy_module_load") == 2);
   CHECK(fake.count("cuKernelSetAttribute") == (big ? 2 : 0));
   CHECK(fake.count("cuLaunchKernel") == kThreads);
 }
