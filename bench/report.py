@@ -88,7 +88,8 @@ def cold_section(launch, jit, out):
     out.append("| --- | --- | --- |")
     raw = find(launch, "cold", "raw_first_launch")
     for name in ["raw_first_launch", "kpack_first_launch", "cuda_chevrons_first_launch",
-                 "kpack_first_launch_prefaulted", "kpack_first_launch_driver_warm"]:
+                 "kpack_first_launch_prefaulted", "kpack_first_launch_driver_warm",
+                 "kpack_first_launch_driver_api_warm", "raw_first_launch_no_prelude"]:
         r = find(launch, "cold", name)
         ratio = (r["value"] / raw["value"]) if (r and raw and raw["value"]) else None
         out.append(f"| {name} | {fmt(r and r['value'], 1)} us | {fmt(ratio, 2)} |")
@@ -97,7 +98,11 @@ def cold_section(launch, jit, out):
         out.append(f"\nkpack / raw, paired by run: **{fmt(pair['value'], 2)}x** "
                    f"(goal <= 1.2x: {verdict(pair['value'] <= 1.2)}).")
     for name, label in [("kpack_prefaulted_over_raw", "with the embedded fatbin's pages touched first"),
-                        ("kpack_driver_warm_over_raw", "with the driver already found (a second specialization)")]:
+                        ("kpack_driver_warm_over_raw", "with the driver already found (a second specialization)"),
+                        ("kpack_driver_api_warm_over_raw",
+                         "after the raw variant's prelude (cuInit + cuCtxGetCurrent through the driver API)"),
+                        ("kpack_over_raw_no_prelude",
+                         "against the raw path without that prelude (dlopen + dlsym only)")]:
         r = find(launch, "cold_ratio", name)
         if r:
             out.append(f"- kpack / raw {label}: {fmt(r['value'], 2)}x")

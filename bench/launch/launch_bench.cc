@@ -287,7 +287,8 @@ void resolve(void* handle, const char* symbol, F* out) {
   std::memcpy(out, &p, sizeof p);  // ISO C++ has no void* -> function pointer cast
 }
 
-Driver load_driver() {
+// dlopen and dlsym only: no driver call (see Cold::kRawNoPrelude).
+Driver open_driver_table() {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* why = dlerror();
@@ -302,6 +303,11 @@ Driver load_driver() {
   resolve(h, "cuLibraryGetKernel", &d.library_get_kernel);
   resolve(h, "cuLibraryUnload", &d.library_unload);
   resolve(h, "cuLaunchKernel", &d.launch_kernel);
+  return d;  // the handle stays open for the life of the process
+}
+
+Driver load_driver() {
+  Driver d = open_driver_table();
   const CUresult r = d.init(0);
   if (r != CUDA_SUCCESS) fatal("cuInit(0) failed: CUresult %d", static_cast<int>(r));
   return d;  // the handle stays open for the life of the process
@@ -472,8 +478,7 @@ std::string module_loading() {
 }
 
 // The CUkernel of kSpec from `image`, loaded as a library of its own.
-CUkernel load_raw_kernel(const std::vector<unsigned char>& image, CUlibrary* lib) {
-  const Driver& d = driver();
+CUkernel load_raw_kernel(const std::vector<unsigned char>& image, CUlibrary* lib, const Driver& d = driver()) {
   cu_check(d.library_load_data(lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData");
   CUkernel k = nullptr;
   cu_check(d.library_get_kernel(&k, *lib, kEntry), "cuLibraryGetKernel");
@@ -737,6 +742,12 @@ enum class Cold {
   // driver already found by an earlier launch of another specialization.
   kKpackPrefaulted,
   kKpackDriverWarm,
+  // Whether the raw variant's prelude favours it: before its clock it
+  // calls cuInit and cuCtxGetCurrent through the driver's exported API,
+  // which kpack's first launch is the first to do in its process.  kpack
+  // after that same prelude, and the raw path after only dlopen and dlsym.
+  kKpackDriverApiWarm,
+  kRawNoPrelude,
 };
 
 const char* cold_name(Cold c) {
@@ -746,6 +757,8 @@ const char* cold_name(Cold c) {
     case Cold::kCuda: return "cuda_chevrons_first_launch";
     case Cold::kKpackPrefaulted: return "kpack_first_launch_prefaulted";
     case Cold::kKpackDriverWarm: return "kpack_first_launch_driver_warm";
+    case Cold::kKpackDriverApiWarm: return "kpack_first_launch_driver_api_warm";
+    case Cold::kRawNoPrelude: return "raw_first_launch_no_prelude";
   }
   return "?";
 }
@@ -781,12 +794,14 @@ void touch_embedded_fatbin(const char* name) {
 int run_cold(Cold kind, const std::string& fatbin) {
   arm_watchdog(60);
   std::vector<unsigned char> image;
-  if (kind == Cold::kRaw) image = read_fatbin(fatbin);
+  const bool raw = kind == Cold::kRaw || kind == Cold::kRawNoPrelude;
+  if (raw) image = read_fatbin(fatbin);
   open_device();
-  if (kind == Cold::kRaw) {
+  if (kind == Cold::kRaw || kind == Cold::kKpackDriverApiWarm) {
     driver();
     require_current_context();
   }
+  const Driver bare = kind == Cold::kRawNoPrelude ? open_driver_table() : Driver{};
   cudaStream_t stream = make_stream();
   VecAdd buf(kN);
   buf.poison(stream);
@@ -815,13 +830,16 @@ int run_cold(Cold kind, const std::string& fatbin) {
   switch (kind) {
     case Cold::kKpackPrefaulted:
     case Cold::kKpackDriverWarm:
+    case Cold::kKpackDriverApiWarm:
     case Cold::kKpack:
       kpack_check(kernels_vector_add_f32_b128(stream, x, y, out, n), "kernels_vector_add_f32_b128");
       break;
-    case Cold::kRaw: {
-      const CUkernel k = load_raw_kernel(image, &lib);
-      cu_check(driver().launch_kernel(reinterpret_cast<CUfunction>(k), vector_add_grid(n), 1, 1, kChevronsBlock, 1,
-                                      1, 0, stream, args, nullptr),
+    case Cold::kRaw:
+    case Cold::kRawNoPrelude: {
+      const Driver& d = kind == Cold::kRaw ? driver() : bare;
+      const CUkernel k = load_raw_kernel(image, &lib, d);
+      cu_check(d.launch_kernel(reinterpret_cast<CUfunction>(k), vector_add_grid(n), 1, 1, kChevronsBlock, 1, 1, 0,
+                               stream, args, nullptr),
                "cuLaunchKernel");
       break;
     }
@@ -855,8 +873,9 @@ int run_cold(Cold kind, const std::string& fatbin) {
 // This process never touches CUDA itself.
 int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   const std::string fatbin = fatbin_path_in(fatbin_dir);
-  const Cold kinds[] = {Cold::kKpack, Cold::kRaw, Cold::kCuda, Cold::kKpackPrefaulted, Cold::kKpackDriverWarm};
-  constexpr int kKinds = 5;
+  const Cold kinds[] = {Cold::kKpack,           Cold::kRaw,          Cold::kCuda,         Cold::kKpackPrefaulted,
+                        Cold::kKpackDriverWarm, Cold::kKpackDriverApiWarm, Cold::kRawNoPrelude};
+  constexpr int kKinds = 7;
   constexpr int kMain = 3;  // kinds[0..3) run every round
   diag_runs = std::min(diag_runs, runs);
   // samples[k][round]; NaN where the round did not run kind k.
@@ -877,6 +896,8 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
         case Cold::kCuda: args = {"--cold-cuda"}; break;
         case Cold::kKpackPrefaulted: args = {"--cold-kpack-prefaulted"}; break;
         case Cold::kKpackDriverWarm: args = {"--cold-kpack-driver-warm"}; break;
+        case Cold::kKpackDriverApiWarm: args = {"--cold-kpack-driver-api-warm"}; break;
+        case Cold::kRawNoPrelude: args = {"--cold-raw-no-prelude", fatbin}; break;
       }
       args.insert(args.end(), {"--quiet", "--timeout", "60"});
       const std::string what = strf("the %s child (run %d)", cold_name(kinds[k]), i + 1);
@@ -910,7 +931,9 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   } pairs[] = {{"kpack_over_raw", 1, 0},
                {"kpack_over_cuda_chevrons", 2, 0},
                {"kpack_prefaulted_over_raw", 1, 3},
-               {"kpack_driver_warm_over_raw", 1, 4}};
+               {"kpack_driver_warm_over_raw", 1, 4},
+               {"kpack_driver_api_warm_over_raw", 1, 5},
+               {"kpack_over_raw_no_prelude", 6, 0}};
   for (const auto& p : pairs) {
     if (p.self >= kMain && diag_runs == 0) continue;
     std::vector<double> r;
@@ -1207,11 +1230,11 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--launch" || a == "--cold-raw" || a == "--all") {
+    if (a == "--launch" || a == "--cold-raw" || a == "--cold-raw-no-prelude" || a == "--all") {
       set_mode(argv[i]);
       operand = need(i, a.c_str());
     } else if (a == "--cold-kpack" || a == "--cold-cuda" || a == "--lazy" || a == "--cold-kpack-prefaulted" ||
-               a == "--cold-kpack-driver-warm") {
+               a == "--cold-kpack-driver-warm" || a == "--cold-kpack-driver-api-warm") {
       set_mode(argv[i]);
     } else if (a == "--cold-repeat") {
       set_mode(argv[i]);
@@ -1247,6 +1270,8 @@ int main(int argc, char** argv) {
   if (mode == "--cold-cuda") return run_cold(Cold::kCuda, "");
   if (mode == "--cold-kpack-prefaulted") return run_cold(Cold::kKpackPrefaulted, "");
   if (mode == "--cold-kpack-driver-warm") return run_cold(Cold::kKpackDriverWarm, "");
+  if (mode == "--cold-kpack-driver-api-warm") return run_cold(Cold::kKpackDriverApiWarm, "");
+  if (mode == "--cold-raw-no-prelude") return run_cold(Cold::kRawNoPrelude, operand);
   if (mode == "--cold-repeat") {
     arm_watchdog(580);
     return run_cold_repeat(repeat, std::min(repeat, g_opt.cold_diag_runs), operand);
