@@ -61,6 +61,9 @@ build() {  # project dir, then extra options
 
 write_project m
 build m && expect_counts "first build compiles every unit" "6 units: 6 compiled, 0 from cache"
+# Progress: Ninja's status line, one per unit (of 6 units and 3 fatbins).
+[ "$(grep -cE '^\[[1-9]/9\] unit k[12]_b[12]\.sm_[89]0$' log)" = 6 ] &&
+  pass "a build prints Ninja's [n/N] unit line for each unit" || fail "no [n/N] unit status lines"
 cp out/inc.S first.S
 build m && expect_counts "a no-op rebuild runs no unit" "6 units: 0 compiled, 0 from cache, 6 up to date"
 grep -q '\[.*\] unit' log && fail "no-op rebuild started a unit edge" || pass "no-op rebuild started no edge"
@@ -71,7 +74,8 @@ grep -q 'k1_b3' out/inc.h && pass "the new specialization is in the header" || f
 
 echo '// edited' >> m/k2.cuh
 echo 'template <int B> __device__ __forceinline__ void unused_k2_helper() {}' >> m/k2.cuh
-build m && expect_counts "editing a template rebuilds only its kernel's units" "8 units: 2 compiled, 0 from cache, 6 up to date"
+build m --quiet && expect_counts "editing a template rebuilds only its kernel's units" "8 units: 2 compiled, 0 from cache, 6 up to date"
+grep -qE '^\[[0-9]+/[0-9]+\]' log && fail "--quiet printed a status line" || pass "--quiet removes the status line"
 echo '__device__ __forceinline__ float unused_helper() { return 1.0f; }' >> m/shared.cuh
 build m && expect_counts "editing an included header rebuilds the units that read it" "8 units: 6 compiled, 0 from cache, 2 up to date"
 echo '// a comment only' >> m/shared.cuh
