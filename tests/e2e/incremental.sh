@@ -107,8 +107,16 @@ rm -rf out
 for f in cache/*/*.bin; do : > "$f"; done
 build m && expect_counts "a corrupt cache is rebuilt" "8 units: 8 compiled, 0 from cache"
 
-# The unit pool: -j sets its depth.
+# The unit pool: -j sets its depth; -j 0 (the default) is the cores, capped
+# at physical memory / --job-memory MiB (getconf reads what kpack reads).
 build m -j 1 && grep -q '^  depth = 1$' out/work/build.ninja && pass "-j 1 makes a pool of depth 1" || fail "pool depth"
+memory_mib=$(( $(getconf _PHYS_PAGES) * $(getconf PAGE_SIZE) >> 20 )) cores=$(getconf _NPROCESSORS_ONLN)
+for job_memory in 2048 $((memory_mib / 2)) $memory_mib; do
+  want=$(( memory_mib / job_memory < cores ? memory_mib / job_memory : cores ))
+  build m -j 0 --job-memory $job_memory && grep -qx "  depth = $want" out/work/build.ninja &&
+    pass "-j 0 --job-memory $job_memory makes a pool of depth $want" ||
+    fail "-j 0 --job-memory $job_memory: want depth $want, got '$(grep depth out/work/build.ninja)'"
+done
 
 # A failing unit is reported once, at its kernel, and the build fails with
 # no outputs changed; fixing it builds only that kernel.
