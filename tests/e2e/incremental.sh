@@ -13,7 +13,12 @@ cd "$work"
 passed=0 failed=0 skipped=0
 pass() { passed=$((passed + 1)); echo "ok: $1"; }
 fail() { failed=$((failed + 1)); echo "FAILED: $1"; [ -f log ] && sed 's/^/  | /' log | tail -40; }
-skip() { skipped=$((skipped + 1)); echo "skipped: $1"; }
+# A missing tool skips its cases, and then the whole test reports skipped
+# (77) rather than passed; under CI=true a missing tool is a failure.
+skip() {
+  if [ "${CI:-}" = true ]; then fail "$1 (CI=true: every tool must be installed)"; return; fi
+  skipped=$((skipped + 1)); echo "skipped: $1"
+}
 expect_counts() {  # description, expected "N units: ..." text
   if grep -q "^kpack: $2\$" log; then pass "$1"; else fail "$1 (want '$2', got '$(grep 'units:' log)')"; fi
 }
@@ -189,4 +194,5 @@ else
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] || exit 1
+[ "$skipped" -eq 0 ] || exit 77
