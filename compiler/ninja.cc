@@ -38,12 +38,17 @@ std::string RunId() {
 
 }  // namespace
 
-int DefaultUnitJobs(int64_t job_memory_mib) {
-  int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  int64_t pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0 || job_memory_mib <= 0) return static_cast<int>(cores);
-  int64_t by_memory = pages * page_size / (job_memory_mib << 20);
+int UnitJobsFor(int64_t cores, int64_t memory_bytes, int64_t job_memory_mib) {
+  cores = std::max<int64_t>(1, cores);
+  if (memory_bytes <= 0 || job_memory_mib <= 0) return static_cast<int>(cores);
+  int64_t by_memory = memory_bytes / (job_memory_mib << 20);
   return static_cast<int>(std::max<int64_t>(1, std::min(cores, by_memory)));
+}
+
+int DefaultUnitJobs(int64_t job_memory_mib) {
+  int64_t pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  int64_t memory = pages > 0 && page_size > 0 ? pages * page_size : 0;
+  return UnitJobsFor(std::thread::hardware_concurrency(), memory, job_memory_mib);
 }
 
 std::string NinjaEscapePath(const std::string& path) {

@@ -44,6 +44,9 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
 // fit in physical memory at `job_memory_mib` each (FlashInfer-style
 // template-heavy units need several GiB; nvcc on the bundled kernels ~0.5).
 int DefaultUnitJobs(int64_t job_memory_mib);
+// Its rule, for a machine of `cores` and `memory_bytes` (0: unknown, then
+// cores alone): min(cores, memory / job memory), at least 1.
+int UnitJobsFor(int64_t cores, int64_t memory_bytes, int64_t job_memory_mib);
 
 // The text of a Ninja file path or command, with Ninja's '$' escapes.
 std::string NinjaEscapePath(const std::string& path);

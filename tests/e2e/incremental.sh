@@ -13,7 +13,12 @@ cd "$work"
 passed=0 failed=0 skipped=0
 pass() { passed=$((passed + 1)); echo "ok: $1"; }
 fail() { failed=$((failed + 1)); echo "FAILED: $1"; [ -f log ] && sed 's/^/  | /' log | tail -40; }
-skip() { skipped=$((skipped + 1)); echo "skipped: $1"; }
+# A missing tool skips its cases, and then the whole test reports skipped
+# (77) rather than passed; under CI=true a missing tool is a failure.
+skip() {
+  if [ "${CI:-}" = true ]; then fail "$1 (CI=true: every tool must be installed)"; return; fi
+  skipped=$((skipped + 1)); echo "skipped: $1"
+}
 expect_counts() {  # description, expected "N units: ..." text
   if grep -q "^kpack: $2\$" log; then pass "$1"; else fail "$1 (want '$2', got '$(grep 'units:' log)')"; fi
 }
@@ -61,6 +66,9 @@ build() {  # project dir, then extra options
 
 write_project m
 build m && expect_counts "first build compiles every unit" "6 units: 6 compiled, 0 from cache"
+# Progress: Ninja's status line, one per unit (of 6 units and 3 fatbins).
+[ "$(grep -cE '^\[[1-9]/9\] unit k[12]_b[12]\.sm_[89]0$' log)" = 6 ] &&
+  pass "a build prints Ninja's [n/N] unit line for each unit" || fail "no [n/N] unit status lines"
 cp out/inc.S first.S
 build m && expect_counts "a no-op rebuild runs no unit" "6 units: 0 compiled, 0 from cache, 6 up to date"
 grep -q '\[.*\] unit' log && fail "no-op rebuild started a unit edge" || pass "no-op rebuild started no edge"
@@ -71,7 +79,8 @@ grep -q 'k1_b3' out/inc.h && pass "the new specialization is in the header" || f
 
 echo '// edited' >> m/k2.cuh
 echo 'template <int B> __device__ __forceinline__ void unused_k2_helper() {}' >> m/k2.cuh
-build m && expect_counts "editing a template rebuilds only its kernel's units" "8 units: 2 compiled, 0 from cache, 6 up to date"
+build m --quiet && expect_counts "editing a template rebuilds only its kernel's units" "8 units: 2 compiled, 0 from cache, 6 up to date"
+grep -qE '^\[[0-9]+/[0-9]+\]' log && fail "--quiet printed a status line" || pass "--quiet removes the status line"
 echo '__device__ __forceinline__ float unused_helper() { return 1.0f; }' >> m/shared.cuh
 build m && expect_counts "editing an included header rebuilds the units that read it" "8 units: 6 compiled, 0 from cache, 2 up to date"
 echo '// a comment only' >> m/shared.cuh
@@ -103,8 +112,16 @@ rm -rf out
 for f in cache/*/*.bin; do : > "$f"; done
 build m && expect_counts "a corrupt cache is rebuilt" "8 units: 8 compiled, 0 from cache"
 
-# The unit pool: -j sets its depth.
+# The unit pool: -j sets its depth; -j 0 (the default) is the cores, capped
+# at physical memory / --job-memory MiB (getconf reads what kpack reads).
 build m -j 1 && grep -q '^  depth = 1$' out/work/build.ninja && pass "-j 1 makes a pool of depth 1" || fail "pool depth"
+memory_mib=$(( $(getconf _PHYS_PAGES) * $(getconf PAGE_SIZE) >> 20 )) cores=$(getconf _NPROCESSORS_ONLN)
+for job_memory in 2048 $((memory_mib / 2)) $memory_mib; do
+  want=$(( memory_mib / job_memory < cores ? memory_mib / job_memory : cores ))
+  build m -j 0 --job-memory $job_memory && grep -qx "  depth = $want" out/work/build.ninja &&
+    pass "-j 0 --job-memory $job_memory makes a pool of depth $want" ||
+    fail "-j 0 --job-memory $job_memory: want depth $want, got '$(grep depth out/work/build.ninja)'"
+done
 
 # A failing unit is reported once, at its kernel, and the build fails with
 # no outputs changed; fixing it builds only that kernel.
@@ -177,4 +194,5 @@ else
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] || exit 1
+[ "$skipped" -eq 0 ] || exit 77
