@@ -133,7 +133,7 @@ bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& 
     std::optional<std::string> result = binary ? ReadFile(files[i].result) : std::nullopt;
     std::optional<UnitResult> parsed = result ? ParseUnitResult(*result) : std::nullopt;
     if (!parsed) {
-      errors[i] = error ? *error : "error: unit " + plan.units[i].name + " was not built (ninja exit code " +
+      errors[i] = error ? *error : "unit " + plan.units[i].name + " was not built (ninja exit code " +
                                        std::to_string(code) + ")";
       continue;
     }
