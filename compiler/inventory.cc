@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "expr.h"
 #include "fs_util.h"
 #include "json_util.h"
 #include "triton.h"
@@ -46,6 +47,9 @@ json::Object UnitJson(const Unit& u, const CompiledUnit& c, const UnitFacts& f) 
   o["max_threads"] = static_cast<int64_t>(f.max_threads);
   o["debug_code"] = f.debug_code;
   if (u.triton) {
+    // The pipelining depth it was compiled with: it sets Triton's shared
+    // memory, so a reader comparing dynamic_shared_bytes needs it.
+    o["num_stages"] = u.spec->kernel->NumStages(u.spec->values);
     std::string error;
     if (std::optional<TritonMeta> meta = ParseTritonMeta(c.meta, &error)) {
       o["dynamic_shared_bytes"] = static_cast<int64_t>(meta->shared);
@@ -99,7 +103,12 @@ std::string GenerateInventory(const InventoryInput& in) {
                    {"archs", ArchNames(k.BuildArchs())},
                    {"ptx", k.ptx},
                    {"specializations", std::move(specs_of[&k])}};
-    if (k.language == Language::kCuda) o["nvcc_flags"] = JsonStrings(k.nvcc_flags);
+    if (k.language == Language::kCuda) {
+      o["nvcc_flags"] = JsonStrings(k.nvcc_flags);
+      // The dynamic shared memory each launch asks for, as the manifest
+      // wrote it (it may name runtime parameters, so it is not a number).
+      o["launch_shared_mem"] = FormatExpr(k.launch.shared_mem);
+    }
     if (k.debug) o["debug_reason"] = k.debug_reason;
     kernels.push_back(std::move(o));
   }

@@ -85,6 +85,18 @@ std::string ResolveBeside(const std::string& base_file, const std::string& relat
   return joined.lexically_normal().generic_string();
 }
 
+// `path` relative to the project root, lexically: the name a compiler that
+// records source paths (Triton's line info) is given, so the output does not
+// depend on where the build directory is.  Its file name when there is no
+// such path.
+std::string RootRelative(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec).lexically_normal();
+  fs::path r = ec ? fs::path() : fs::absolute(root, ec).lexically_normal();
+  fs::path rel = ec ? fs::path() : p.lexically_relative(r);
+  return rel.empty() ? fs::path(path).filename().generic_string() : rel.generic_string();
+}
+
 // nvcc runs its internal steps (cudafe++, cicc, the host compiler) through
 // /bin/sh, so a `$(...)` in a flag or an include path would be executed even
 // though kpack itself passes argv.  Such characters are refused outright.
@@ -149,6 +161,7 @@ class FileReader {
     return false;
   }
   void set_root(std::string root) { root_ = std::move(root); }
+  const std::string& root() const { return root_; }
 
   // Checks that `node` is a map whose keys are all in `allowed`, each once,
   // and that every key in `required` is present.  Returns false if not a map.
@@ -390,6 +403,7 @@ class KernelReader {
     k.source_text = *s;
     k.source_loc = r_.Loc(v);
     k.source_path = ResolveBeside(r_.file(), *s);
+    k.source_name = RootRelative(k.source_path, r_.root());
     if (char c = ShellMetacharacter(k.source_path)) {
       r_.Error(v, "source path '" + k.source_path + "' contains " + Quoted(c) +
                       "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");

@@ -96,6 +96,7 @@ struct Kernel {
   Language language = Language::kCuda;
   std::string manifest_path;  // as given (relative), for messages
   std::string source_path;    // resolved, relative to the working directory
+  std::string source_name;    // relative to the project root (RootRelative)
   std::string source_text;    // as written in the manifest, for messages
   std::string entry;
   std::string doc;

@@ -46,7 +46,10 @@ std::string TritonRequest(const Specialization& s, const Arch& arch) {
     if (int d = s.Divisibility(p)) param["divisibility"] = d;
     params.push_back(std::move(param));
   }
+  // source_name is what Triton records in line info: root-relative, so the
+  // cubin does not depend on where the build runs (docs/shipping.md).
   llvm::json::Object request{{"source", k.source_path},
+                             {"source_name", k.source_name},
                              {"entry", k.entry},
                              {"arch", arch.number},
                              {"num_warps", k.NumWarps(s.values)},

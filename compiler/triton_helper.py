@@ -3,7 +3,8 @@
     python3 triton_helper.py version
     python3 triton_helper.py compile REQUEST.json OUT.cubin OUT.meta.json
 
-The request names the source file, the @triton.jit function, the Triton
+The request names the source file (and the root-relative name to record in
+line info), the @triton.jit function, the Triton
 signature of each runtime parameter, the constexpr values, the divisibility
 hints, num_warps, num_stages and the target arch.  The helper checks that the
 manifest and the kernel agree on parameters, compiles for the explicit target
@@ -13,10 +14,11 @@ Errors go to stderr as one line (plus Triton's own message) with exit code 1;
 kpack prefixes them with the manifest position and the specialization.  The
 compiler proper stays in C++: this file only does what needs Python.
 """
-import importlib.util
 import json
+import linecache
 import os
 import sys
+import types
 
 
 def fail(message):
@@ -33,14 +35,23 @@ def import_triton():
     return sys.modules["triton"]
 
 
-def load_kernel(triton, source, entry):
+def load_kernel(triton, source, entry, name):
+    """Runs the kernel's module with its code named `name` (the source's path
+    relative to the project root): Triton records that name in the cubin's
+    line info, and an absolute path there would make the cubin depend on
+    where the build runs."""
     # The module runs from its own directory, as Triton's AOT tool does, so
     # it can import its neighbours.
     sys.path.insert(0, os.path.dirname(os.path.abspath(source)))
-    spec = importlib.util.spec_from_file_location("kpack_triton_source", source)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType("kpack_triton_source")
+    module.__file__ = os.path.abspath(source)
     try:
-        spec.loader.exec_module(module)
+        with open(source) as f:
+            text = f.read()
+        # Triton reads the kernel's text back through inspect, which finds it
+        # under `name` here (an mtime of None keeps checkcache from dropping it).
+        linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+        exec(compile(text, name, "exec"), module.__dict__)
     except Exception as e:
         fail("cannot import %s: %s: %s" % (source, type(e).__name__, e))
     fn = getattr(module, entry, None)
@@ -74,7 +85,8 @@ def compile_kernel(request_path, cubin_path, meta_path):
         request = json.load(f)
     triton = import_triton()
     from triton.backends.compiler import GPUTarget
-    fn = load_kernel(triton, request["source"], request["entry"])
+    fn = load_kernel(triton, request["source"], request["entry"],
+                     request.get("source_name") or os.path.basename(request["source"]))
     check_parameters(fn, request)
 
     signature = {}

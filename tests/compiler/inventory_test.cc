@@ -83,6 +83,20 @@ TEST_CASE("the inventory lists every specialization and unit with its facts") {
   std::string flags;
   for (const llvm::json::Value& f : *unit.getArray("flags")) flags += std::string(*f.getAsString()) + " ";
   CHECK(flags == "-cubin -arch=sm_90 -O3 -std=c++17 ");  // no -I<dir>
+  CHECK(!unit.getInteger("num_stages"));  // a Triton option
+  // The manifest's shared_mem, as written (golden scale.yaml); Triton
+  // kernels have none (Triton sizes its own shared memory).
+  CHECK(*scale.getString("launch_shared_mem") == "BLOCK * sizeof(T) + 16");
+  CHECK(*root.getArray("kernels")->operator[](1).getAsObject()->getString("launch_shared_mem") == "0");
+  const llvm::json::Object& rows = *root.getArray("kernels")->back().getAsObject();
+  REQUIRE(*rows.getString("language") == "triton");
+  CHECK(!rows.getString("launch_shared_mem"));
+  // Each Triton unit records its num_stages (tri.yaml leaves Triton's 3).
+  for (const llvm::json::Value& sp : *rows.getArray("specializations"))
+    for (const llvm::json::Value& u : *sp.getAsObject()->getArray("units")) {
+      CHECK(*u.getAsObject()->getInteger("num_stages") == 3);
+      CHECK(!u.getAsObject()->getArray("flags"));
+    }
   CHECK(text.find(std::filesystem::current_path().string()) == std::string::npos);
 }
 

@@ -91,14 +91,14 @@ TEST_CASE("the plan has units for both variants, each with its hints in the Trit
         "\"params\":[{\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},{\"name\":\"stride\",\"triton_type\":\"i64\"}],"
-        "\"source\":\"k.py\"}");
+        "\"source\":\"k.py\",\"source_name\":\"k.py\"}");
   CHECK(p.plan.units[4].source ==
         "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
         "\"params\":[{\"divisibility\":16,\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},"
         "{\"divisibility\":16,\"name\":\"stride\",\"triton_type\":\"i64\"}],"
-        "\"source\":\"k.py\"}");
+        "\"source\":\"k.py\",\"source_name\":\"k.py\"}");
   // Different requests, different cache entries.
   CHECK(p.plan.units[0].key != p.plan.units[4].key);
   CHECK(kpack::CountUnits(p.plan) == "8 units (4 of aligned variants)");

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# kpack inspect on libraries this build made: the two test packages
-# (Meson's thin archives) and the bundled libkernels.a.  The cubin and fatbin
-# paths are unit-tested (tests/compiler/inspect_test.cc); the inventory
+# kpack inspect on files this build made: the two test packages (Meson's
+# thin archives), the bundled libkernels.a, a kpack-named fatbin and a -G
+# cubin of the readers' fixtures (tests/compiler/meson.build).  The readers
+# are unit-tested (tests/compiler/inspect_test.cc); the inventory
 # cross-check is in install.sh.
 #
-#   inspect.sh KPACK LIBALPHA LIBBETA LIBKERNELS [FATBIN_COMPRESS]
+#   inspect.sh KPACK LIBALPHA LIBBETA LIBKERNELS FATBIN CUBIN [FATBIN_COMPRESS]
 # FATBIN_COMPRESS is libkernels.a's -Dfatbin_compress: under speed, balance
 # or size its images are compressed, and inspect reads no registers there.
 set -euo pipefail
-kpack=$1 alpha=$2 beta=$3 kernels=$4 compress=${5:-}
+kpack=$1 alpha=$2 beta=$3 kernels=$4 fatbin=$5 cubin=$6 compress=${7:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -39,6 +40,37 @@ for i in d["images"]:
     assert i["kind"] == "sass" and i["compressed"] == compressed, i
     assert ("registers" not in i) if compressed else i["registers"] > 0, i
 print("libkernels.a: %d images in %d fatbins%s" % (len(d["images"]), d["fatbins"], ", compressed" * compressed))' "$compress"
+
+# A fatbin on its own: kpack's identifier (kpack:pkg:kern:kern_x:release)
+# names both images and gives their recorded mode.
+"$kpack" inspect "$fatbin" > "$work/fatbin.txt"
+cat "$work/fatbin.txt"
+[ "$(shape "$work/fatbin.txt")" = "kernel specialization arch ptx mode
+kern kern_x sm_80 no release
+kern kern_x sm_90 no release" ] || { echo "FAILED: the fatbin's table"; exit 1; }
+grep -qx "fatbin: 2 images in 1 fatbins ($(stat -c %s "$fatbin") bytes); all release builds" "$work/fatbin.txt" ||
+  { echo "FAILED: the fatbin's summary"; exit 1; }
+"$kpack" inspect --json "$fatbin" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["file_kind"] == "fatbin" and d["fatbins"] == 1, d
+assert [(i["package"], i["arch"], i["kind"]) for i in d["images"]] == [("pkg", "sm_80", "sass"), ("pkg", "sm_90", "sass")], d'
+
+# A bare cubin built with -G: one row per kernel, its mode read from the
+# cubin itself, and the fixtures' 1024 bytes of static shared memory
+# (bounded_shared) and of stack (stack_frame); other sizes and registers
+# depend on the toolkit.
+"$kpack" inspect "$cubin" > "$work/cubin.txt"
+cat "$work/cubin.txt"
+[ "$(awk 'NR > 1 && $3 == "sm_90" { print $1, $2, $8, $9 }' "$work/cubin.txt" | sort)" = "_Z9templatedIdEvPT_ - no debug
+bounded_shared - no debug
+calls_helper - no debug
+mixed_params - no debug
+no_params - no debug
+stack_frame - no debug" ] || { echo "FAILED: the cubin's table"; exit 1; }
+awk '$1 == "bounded_shared" { s = $6 } $1 == "stack_frame" { l = $7 } END { exit !(s == 1024 && l == 1024) }' \
+  "$work/cubin.txt" || { echo "FAILED: the cubin's shared or local memory"; exit 1; }
+grep -qx "cubin: 6 images; 6 DEBUG images (slow)" "$work/cubin.txt" || { echo "FAILED: the cubin's summary"; exit 1; }
 
 # Errors: the file and the reason, exit 1; usage, exit 2.
 echo "not a library" > "$work/notes.txt"

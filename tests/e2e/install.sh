@@ -41,9 +41,13 @@ cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-
 echo "cmake find_package: ok"
 
 # The inventory lists every specialization and arch the library holds, with
-# the registers the check pass read: compare with kpack inspect.  Under a
-# compressing -Dfatbin_compress inspect reads no registers (the images are
-# compressed): then every listed image must be there, compressed.
+# the registers, static shared and local memory the check pass read and the
+# size of each cubin: compare with what kpack inspect reads from the
+# installed library.  Units record the launch's dynamic shared memory too:
+# the manifest's expression for CUDA kernels, Triton's figure and
+# num_stages for Triton ones.  Under a compressing -Dfatbin_compress inspect
+# reads none of those facts (the images are compressed): then every listed
+# image must be there, compressed.
 "$root/bin/kpack" inspect --json "$root/$libdir/libkernels.a" >"$work/inspect.json"
 python3 - "$root/share/kernels/kernels.json" "$work/inspect.json" "$compress" <<'PY'
 import json, sys
@@ -53,21 +57,34 @@ compressed = sys.argv[3] in ("speed", "balance", "size")
 assert inventory["format"] == "kpack-inventory/1", inventory["format"]
 if sys.argv[3]:
     assert inventory["compress_mode"] == sys.argv[3], (inventory["compress_mode"], sys.argv[3])
+FACTS = ("registers", "static_shared_bytes", "local_bytes", "size")
 listed = {}
 for k in inventory["kernels"]:
+    if k["language"] == "cuda":
+        assert isinstance(k["launch_shared_mem"], str) and k["launch_shared_mem"], k["name"]
+    else:
+        assert "launch_shared_mem" not in k, k["name"]
     for s in k["specializations"]:
         assert s["build_mode"] == "release", s["name"]
         assert len(s["fatbin"]["blake3"]) == 64 and s["fatbin"]["size"] > 0, s["name"]
         for u in s["units"]:
+            if k["language"] == "triton":
+                assert u["num_stages"] >= 1 and u["dynamic_shared_bytes"] >= 0, (s["name"], u)
+            else:
+                assert "num_stages" not in u and "dynamic_shared_bytes" not in u, (s["name"], u)
             if u["kind"] == "sass":
-                listed[(k["name"], s["name"], u["arch"])] = u["registers"]
+                listed[(k["name"], s["name"], u["arch"])] = tuple(u[f] for f in FACTS)
 assert all(i["compressed"] == compressed for i in inspect["images"]), compressed
-if compressed:
+if not compressed:
+    assert any(f[1] > 0 for f in listed.values()), "no unit with static shared memory: the comparison proves little"
+else:
     listed = {key: None for key in listed}
-seen = {(i["kernel"], i["specialization"], i["arch"]): i.get("registers") for i in inspect["images"]}
+seen = {(i["kernel"], i["specialization"], i["arch"]): None if compressed else tuple(i.get(f) for f in FACTS)
+        for i in inspect["images"]}
 assert seen == listed, sorted(set(seen.items()) ^ set(listed.items()))[:5]
 assert inventory["num_specializations"] == inspect["fatbins"], (inventory["num_specializations"], inspect["fatbins"])
 assert inventory["fatbin_bytes"] == inspect["fatbin_bytes"], (inventory["fatbin_bytes"], inspect["fatbin_bytes"])
 print("inventory: %d specializations, %d images, all in kpack inspect %s"
-      % (inventory["num_specializations"], len(listed), "compressed" if compressed else "with the same registers"))
+      % (inventory["num_specializations"], len(listed),
+         "compressed" if compressed else "with the same registers, shared and local memory and sizes"))
 PY

@@ -1,37 +1,84 @@
 #!/usr/bin/env bash
 # Reproducible builds: two clean builds of the same package, from different
-# directories at different times, give byte-identical libraries, headers and
-# inventories.  Each compiles for real with its own empty unit cache.  The
-# package is the engine example's (tests/subproject/engine); its kpack is the
-# one this build made (-Dkpack:kpack_exe), so the compiler is not built twice.
+# directories at different times, give byte-identical libraries, headers,
+# launchers, embedding assembly and inventories.  Each compiles for real with
+# its own empty unit cache (and its own Triton cache: Triton's cache key
+# ignores the source path, so a shared one could hide a path in the cubin).
+# The package is the engine example's (tests/subproject/engine) plus a Triton
+# kernel written here; its kpack is the one this build made
+# (-Dkpack:kpack_exe), so the compiler is not built twice.  The second build
+# directory sits deeper under the engine than the first, so the sources are
+# at another relative path from it.
 #
-#   reproducible.sh KPACK_SOURCE_DIR KPACK_EXE
+#   reproducible.sh KPACK_SOURCE_DIR KPACK_EXE [PYTHON]
 set -euo pipefail
-src=$1 kpack=$(realpath "$2")
+src=$1 kpack=$(realpath "$2") python=${3:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-build_in() {  # build_in DIR: a fresh copy of the engine, built in DIR/engine/out
+# Without Triton the package is the CUDA kernels alone (said, not hidden).
+triton=no
+if "$python" -c 'import triton' 2>/dev/null; then triton=yes; else echo "note: Triton is not installed for $python: CUDA kernels only"; fi
+
+add_triton_kernel() {  # add_triton_kernel ENGINE_DIR: a Triton kernel in two specializations
+  cat > "$1/kernels/offset.py" <<'PY'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def offset(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n) + 1.0, mask=offs < n)
+PY
+  cat > "$1/manifests/offset.yaml" <<'YAML'
+kernel: offset
+language: triton
+source: ../kernels/offset.py
+entry: offset
+constexprs:
+  - {name: T, type: dtype, values: [f32]}
+  - {name: BLOCK, type: int, values: [256, 1024], tag: b}
+params:
+  - {name: x, type: const T*}
+  - {name: out, type: T*}
+  - {name: n, type: i32}
+launch:
+  grid: ["cdiv(n, BLOCK)"]
+YAML
+  sed -i 's/^kernels: \[scale.yaml\]$/kernels: [scale.yaml, offset.yaml]/' "$1/manifests/engine.yaml"
+  grep -q 'offset.yaml' "$1/manifests/engine.yaml" || { echo "FAILED: could not add the Triton kernel to engine.yaml"; exit 1; }
+}
+
+build_in() {  # build_in DIR BUILD_DIR: a fresh copy of the engine, built in DIR/engine/BUILD_DIR
   mkdir -p "$1"
   cp -r "$src/tests/subproject/engine" "$1/engine"
+  [ $triton = yes ] && add_triton_kernel "$1/engine"
   mkdir -p "$1/engine/subprojects"
   ln -s "$src" "$1/engine/subprojects/kpack"
   (cd "$1/engine" &&
-   meson setup out -Dkpack:kpack_exe="$kpack" -Dkpack:kpack_cache_dir="$1/cache" >"$1/setup.log" 2>&1 &&
-   nice meson compile -C out >"$1/compile.log" 2>&1) || { cat "$1/setup.log" "$1/compile.log" | tail -50; exit 1; }
+   meson setup "$2" -Dkpack:kpack_exe="$kpack" -Dkpack:kpack_cache_dir="$1/cache" >"$1/setup.log" 2>&1 &&
+   TRITON_CACHE_DIR="$1/triton-cache" nice meson compile -C "$2" >"$1/compile.log" 2>&1) ||
+    { cat "$1/setup.log" "$1/compile.log" | tail -50; exit 1; }
 }
 
-build_in "$work/first"
+build_in "$work/first" out
 sleep 2  # a different second for anything that would record the time
-build_in "$work/second/at/another/depth"
+build_in "$work/second/at/another/depth" builds/release/out
 
-a=$work/first/engine/out b=$work/second/at/another/depth/engine/out
-# Both compiled their units (nothing came from a cache).
-for d in "$a" "$b"; do
-  n=$(find "$(dirname "$d")/../cache" -name '*.bin' 2>/dev/null | wc -l)
-  # 2 units, each stored under its direct and its preprocessed key.
-  [ "$n" -eq 4 ] || { echo "FAILED: expected 2 freshly compiled units (4 entries) in $d's cache, found $n"; exit 1; }
+a=$work/first/engine/out b=$work/second/at/another/depth/engine/builds/release/out
+# Both compiled their units (nothing came from a cache): 2 CUDA units, each
+# stored under its direct and its preprocessed key, and 2 Triton units, each
+# under one key.
+expected=$([ $triton = yes ] && echo 6 || echo 4)
+for d in "$work/first" "$work/second/at/another/depth"; do
+  n=$(find "$d/cache" -name '*.bin' 2>/dev/null | wc -l)
+  [ "$n" -eq "$expected" ] || { echo "FAILED: expected $expected fresh cache entries in $d/cache, found $n"; exit 1; }
 done
+if [ $triton = yes ]; then
+  grep -q '"language": "triton"' "$a/engine.json" || { echo "FAILED: the inventory has no Triton kernel"; exit 1; }
+  grep -q '^kpack_status engine_offset_f32_b1024(' "$a/engine_launch.c" || { echo "FAILED: no Triton launcher"; exit 1; }
+fi
 head -c 8 "$a/libengine.a" | grep -q '^!<arch>' || { echo "FAILED: libengine.a is not a plain archive"; exit 1; }
 ar t "$a/libengine.a" | grep -q kpack_runtime.c.o || { echo "FAILED: libengine.a lacks the runtime"; exit 1; }
 status=0

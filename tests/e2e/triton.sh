@@ -3,7 +3,8 @@
 # a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU, with aligned
 # variants where params say divisibility: auto; the manifest
 # and the kernel must agree on constexprs and params; Triton's own errors
-# and a missing Python are reported against the manifest; no partial outputs.
+# and a missing Python are reported against the manifest; the debug guard
+# refuses a `debug: true` Triton kernel unless allowed; no partial outputs.
 set -u
 kpack=$(realpath "$1")
 cuda_root=$2
@@ -143,6 +144,32 @@ if [ $rc -eq 1 ] && grep -q "^m/add.yaml:1:9: error: Triton kernels need Python 
   pass "missing Python: how to install it"
 else
   fail "missing python (rc=$rc)"; cat log
+fi
+
+# 6b. The debug guard on a Triton kernel: `debug: true` (Triton's debug=True)
+# is refused in a release build at the key, writing nothing; allowed, it is
+# compiled with debug on and recorded as debug in the inventory and by inspect.
+write_package
+sed -i 's/archs: \[sm_80, sm_90\]/archs: [sm_80]/' m/kpack.yaml
+sed -i 's/values: \[4, 8\], tag: w/values: [4], tag: w/' m/add.yaml
+printf 'debug: true\n' >> m/add.yaml
+build --inventory out/tk.json; rc=$?
+if [ $rc -eq 1 ] && grep -qx "m/add.yaml:16:1: error: kernel 'add' is a debug build (debug: true) and this is a release build; debug kernels run many times slower. Remove it, or add 'allow_debug: true' to the manifest to ship a debug kernel" log \
+   && [ ! -e out ] && ! grep -qs '"debug":true' work/units/add_f16_b1024_w4.sm_80.json; then
+  pass "a Triton kernel with debug: true is refused in a release build, at the key, with nothing written"
+else
+  fail "Triton debug refused (rc=$rc)"; cat log
+fi
+build --inventory out/tk.json --allow-debug-kernels; rc=$?
+if [ $rc -eq 0 ] && grep -q '"debug":true' work/units/add_f16_b1024_w4.sm_80.json \
+   && grep -q '"num_debug_specializations": 1' out/tk.json && grep -q '"build_mode": "debug"' out/tk.json \
+   && ! grep -q '"build_mode": "release"' out/tk.json && grep -q 'info->build_mode = "debug";' out/tk.c \
+   && cc -c out/tk.S -o fatbins.o && "$kpack" inspect fatbins.o > inspect.txt \
+   && awk 'NR == 2 { exit !($1 == "add" && $2 == "add_f16_b1024_w4" && $3 == "sm_80" && $9 == "debug") }' inspect.txt \
+   && grep -q "1 DEBUG images (slow)" inspect.txt; then
+  pass "allowed, a Triton debug kernel builds with debug=True and is recorded as debug (inventory, build_info, inspect)"
+else
+  fail "Triton debug allowed (rc=$rc)"; cat log; cat out/tk.json inspect.txt 2>/dev/null
 fi
 
 # 7. A feature the runtime cannot provide yet: device-side TMA descriptors
