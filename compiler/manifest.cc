@@ -322,7 +322,8 @@ class FileReader {
           std::string_view piece = list.substr(start, comma == std::string_view::npos ? list.npos : comma - start);
           for (std::string_view bad : kRunsPrograms) {
             if (piece.rfind(bad, 0) == 0) {
-              Error(items[v->second], "host compiler option '" + std::string(piece) + "' (after " + std::string(option) +
+              Error(items[v->second], "host compiler option '" + std::string(piece) + "' (after " +
+                                          std::string(option) +
                                           ") makes the host compiler run other programs; kpack refuses -B, -wrapper "
                                           "and -fplugin in manifests");
               break;

@@ -233,8 +233,8 @@ TEST_CASE("nvcc flags may not choose the host compiler or make it run other prog
   CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-Xcompiler=-fplugin=/tmp/p.so]\n") ==
         "k.yaml:15:14: error: host compiler option '-fplugin=/tmp/p.so' (after -Xcompiler)" + runs);
   // Harmless host options pass.
-  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-Xcompiler, \"-O2,-Wall\", -Xcompiler=-fno-strict-aliasing]\n") ==
-        "");
+  CHECK(LoadErrors(std::string(kKernel) +
+                   "nvcc_flags: [-Xcompiler, \"-O2,-Wall\", -Xcompiler=-fno-strict-aliasing]\n") == "");
 }
 
 TEST_CASE("nvcc include and library paths must lie inside the project unless allowed") {
