@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "codegen.h"
 #include "expand.h"
 #include "test_util.h"
+#include "toolchain.h"
 #include "yaml_input.h"
 
 using kpack::testing::kKernel;
@@ -86,12 +88,30 @@ TEST_CASE("a source path that leaves the project is refused unless allowed") {
   CHECK(DiskErrors(wider) == "k2.yaml:2:9: error: source file 'va.cuh' not found (looked for va.cuh)\n");
 }
 
-TEST_CASE("shell metacharacters in text that reaches no tool are harmless") {
-  // Doc strings reach only a C comment; nothing is ever run through a shell.
-  ScratchDir dir;
+TEST_CASE("shell metacharacters in text that reaches no tool are accepted") {
+  // Doc strings reach only a C comment (their comment-closing is tested
+  // below), so they may hold anything a shell would interpret.
   std::string kernel = std::string(kKernel) + "doc: \"$(touch pwned); `touch pwned` | rm -rf . &\"\n";
   CHECK(MemoryErrors(kernel) == "");
+}
+
+TEST_CASE("the tool runner passes shell metacharacters to the tool verbatim and runs nothing else") {
+  // The real runner (the one nvcc and fatbinary go through): were argv
+  // joined into a command line for a shell, these would create `pwned` and
+  // the tool would see other arguments.  printf echoes each one back.
+  ScratchDir dir;
+  const std::vector<std::string> hostile = {"$(touch pwned)", "; touch pwned", "`touch pwned`", "| touch pwned",
+                                            "&& touch pwned", "> pwned"};
+  std::vector<std::string> argv = {"printf", "[%s]"};
+  argv.insert(argv.end(), hostile.begin(), hostile.end());
+  kpack::ProcessRunner runner;
+  kpack::ToolResult r = runner.Run(argv);
+  REQUIRE(r.ok());
+  CHECK(r.output == "[$(touch pwned)][; touch pwned][`touch pwned`][| touch pwned][&& touch pwned][> pwned]");
   CHECK_FALSE(std::filesystem::exists("pwned"));
+  // The same check fails when a shell is involved: this is what it catches.
+  REQUIRE(runner.Run({"sh", "-c", "printf '[%s]' " + hostile[1]}).ok());
+  CHECK(std::filesystem::exists("pwned"));
 }
 
 TEST_CASE("text that would inject C into the header is refused or neutralized") {

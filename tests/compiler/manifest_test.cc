@@ -2,6 +2,7 @@
 // with the exact message users will see.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -208,6 +209,73 @@ TEST_CASE("shell metacharacters in flags and source paths are refused") {
   CHECK(LoadErrors(Replace(kKernel, "source: va.cuh", "source: \"a;b/va.cuh\"")) ==
         "k.yaml:2:9: error: source path 'a;b/va.cuh' contains ';'; nvcc passes include paths through a shell, so "
         "kpack refuses shell metacharacters\n");
+}
+
+TEST_CASE("nvcc flags may not choose the host compiler or make it run other programs") {
+  const std::string host =
+      " chooses the host compiler, which would let the manifest run any program during the build; kpack refuses "
+      "-ccbin and --compiler-bindir in manifests\n";
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-ccbin, ./tool]\n") ==
+        "k.yaml:15:14: error: nvcc flag '-ccbin'" + host);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-lineinfo, --compiler-bindir=/opt/gcc]\n") ==
+        "k.yaml:15:25: error: nvcc flag '--compiler-bindir=/opt/gcc'" + host);
+  // The package's flags reach every kernel: located in the package file.
+  CHECK(LoadErrors(kKernel, std::string(kPackage) + "nvcc_flags: [-ccbin=/tmp/cc]\n") ==
+        "package.yaml:4:14: error: nvcc flag '-ccbin=/tmp/cc'" + host);
+
+  const std::string runs =
+      " makes the host compiler run other programs; kpack refuses -B, -wrapper and -fplugin in manifests\n";
+  // nvcc splits -Xcompiler values at commas: the bad piece is found inside.
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-Xcompiler, \"-O2,-B/tmp/evil\"]\n") ==
+        "k.yaml:15:26: error: host compiler option '-B/tmp/evil' (after -Xcompiler)" + runs);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [\"--compiler-options=-wrapper,/tmp/w\"]\n") ==
+        "k.yaml:15:14: error: host compiler option '-wrapper' (after --compiler-options)" + runs);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-Xcompiler=-fplugin=/tmp/p.so]\n") ==
+        "k.yaml:15:14: error: host compiler option '-fplugin=/tmp/p.so' (after -Xcompiler)" + runs);
+  // Harmless host options pass.
+  CHECK(LoadErrors(std::string(kKernel) +
+                   "nvcc_flags: [-Xcompiler, \"-O2,-Wall\", -Xcompiler=-fno-strict-aliasing]\n") == "");
+}
+
+TEST_CASE("nvcc include and library paths must lie inside the project unless allowed") {
+  const std::string outside =
+      " is outside the project root '.' (kpack reads only files inside the project; pass --allow-outside-root to "
+      "lift this)\n";
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-I, /elsewhere]\n") ==
+        "k.yaml:15:18: error: nvcc flag '-I' path '/elsewhere'" + outside);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-I/elsewhere]\n") ==
+        "k.yaml:15:14: error: nvcc flag '-I' path '/elsewhere'" + outside);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-include, /etc/passwd]\n") ==
+        "k.yaml:15:24: error: nvcc flag '-include' path '/etc/passwd'" + outside);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-isystem, ../sys]\n") ==
+        "k.yaml:15:24: error: nvcc flag '-isystem' path '../sys'" + outside);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [--include-path=../inc, --pre-include=/x.h]\n") ==
+        "k.yaml:15:14: error: nvcc flag '--include-path' path '../inc'" + outside +
+            "k.yaml:15:37: error: nvcc flag '--pre-include' path '/x.h'" + outside);
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-L/usr/lib, --library-path, /lib, --system-include=/s]\n") ==
+        "k.yaml:15:14: error: nvcc flag '-L' path '/usr/lib'" + outside +
+            "k.yaml:15:42: error: nvcc flag '--library-path' path '/lib'" + outside +
+            "k.yaml:15:48: error: nvcc flag '--system-include' path '/s'" + outside);
+  // Inside the project: the root itself, a subdirectory, a file.
+  CHECK(LoadErrors(std::string(kKernel) + "nvcc_flags: [-I., -Iinc, -I, sub/../inc, -include, va.cuh, -L=lib]\n") ==
+        "");
+
+  // A symlink inside the project that points out of it is outside; the
+  // explicit allow lifts every one of these.
+  ScratchDir dir;
+  dir.Write("package.yaml", kPackage);
+  dir.Write("va.cuh", "");
+  dir.Write("k.yaml", std::string(kKernel) + "nvcc_flags: [-Ilink, -include, /etc/passwd]\n");
+  std::filesystem::create_symlink("/", "link");
+  kpack::Diagnostics diag;
+  kpack::LoadPackage("package.yaml", kpack::LoadOptions{}, diag);
+  CHECK(diag.Text() == "k.yaml:15:14: error: nvcc flag '-I' path 'link'" + outside +
+                           "k.yaml:15:32: error: nvcc flag '-include' path '/etc/passwd'" + outside);
+  kpack::LoadOptions allow;
+  allow.allow_outside_root = true;
+  kpack::Diagnostics allowed;
+  kpack::LoadPackage("package.yaml", allow, allowed);
+  CHECK(allowed.Text() == "");
 }
 
 TEST_CASE("Triton kernels: Triton decides block and shared memory; .py sources; int options") {

@@ -78,6 +78,10 @@ YAML
 # are the same in every build; a clean build's tree is then moved aside.
 # $mode_args picks how the units run: Ninja (empty) or `--ninja none`.
 mode_args=()
+# Kill points that crashed a build, per mode, printed at the end so that
+# docs/hardening.md quotes a count, not a hand tally.
+declare -A kills=([ninja]=0 [none]=0)
+count_kill() { kills[$mode]=$((kills[$mode] + 1)); }
 build_args=(build m/kpack.yaml --header out/k.h --launcher out/k.c --asm out/k.S --depfile out/k.d
             --work-dir out/work --cache-dir cache --cuda-root "$cuda_root" -j 2 -v)
 build_run() {  # -> kpack's exit code; the log in run.log
@@ -236,6 +240,7 @@ for mode in ninja none; do
       wait "$pid" 2>/dev/null
       rc=$?
       [ $rc -eq 137 ] || fail "$mode: kpack was not killed at +$delay s (exit $rc): the build ended first"
+      [ $rc -eq 137 ] && count_kill
       check_after_crash "$ref" "$mode: kill -9 of the tree during compile (+$delay s after the first toolkit process)" torn
     else
       wait "$pid"; fail "$mode: no toolkit process seen to kill"; cat run.crash.log; rm -rf run
@@ -256,7 +261,7 @@ for mode in ninja none; do
       break
     fi
     [ $rc -eq 137 ] || fail "$mode: kpack exited $rc, not killed, at rename $n"
-    crashed=$((crashed + 1))
+    crashed=$((crashed + 1)); count_kill
     check_after_crash "$ref" "$mode: kill -9 of the tree at rename $n" torn
   done
   min=$([ $mode = ninja ] && echo 18 || echo 14)
@@ -273,7 +278,7 @@ for mode in ninja none; do
     crash_run "write:$n"
     if [ "$reached" -lt "$n" ]; then rm -rf run run.log run.crash.log; break; fi
     [ $rc -eq 137 ] || fail "$mode: kpack exited $rc, not killed, at write $n"
-    crashed=$((crashed + 1))
+    crashed=$((crashed + 1)); count_kill
     check_after_crash "$ref" "$mode: kill -9 of the tree in the middle of write $n" torn
   done
   [ $crashed -eq $(echo $points | wc -w) ] && pass "$mode: crashed in $crashed writes" || fail "$mode: only $crashed of the write crash points ($points)"
@@ -297,7 +302,7 @@ for mode in ninja none; do
       cp -r "old_$mode" run
       crash_run "rename:$n" KPACK_CRASH_WHO=step:k_b1. KPACK_CRASH_KILL=self
       if [ "$reached" -lt "$n" ]; then rm -rf run run.log run.crash.log; break; fi
-      crashed=$((crashed + 1))
+      crashed=$((crashed + 1)); count_kill
       [ $rc -ne 0 ] || fail "$mode: kpack build exited 0 although a step of k_b1 was killed at its rename $n"
       check_outcome "$mode: kill -9 of a step of k_b1 at its rename $n"
       check_after_crash "$ref" "$mode: kill -9 of only a step of k_b1 at its rename $n (build exit $rc)"
@@ -316,6 +321,7 @@ for mode in ninja none; do
     done
     wait "$pid"
     rc=$?
+    count_kill
     [ $rc -ne 0 ] || fail "$mode: kpack build succeeded although every toolkit process was killed"
     check_outcome "$mode: kill -9 of the toolkit processes"
     check_after_crash "$ref" "$mode: kill -9 of only the toolkit processes (build exit $rc)"
@@ -353,5 +359,6 @@ fi
 rm -rf run
 
 echo "note: the crashes left $leftovers temporary files (never read; safe to delete); $SECONDS s"
+echo "kill points: ninja ${kills[ninja]}, in-process ${kills[none]}, total $((kills[ninja] + kills[none]))"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

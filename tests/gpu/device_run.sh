@@ -6,6 +6,9 @@
 #   gpu_arch_check_sm80   a library built for sm_80 only, on sm_90: the clear
 #                         no-SASS status, no JIT
 #   consumer_c99          the C99 consumer, with a real driver present
+#   faults_check          the runtime's fault statuses from the real driver
+#                         (no context, bad streams, wrong/destroyed context,
+#                         out of memory while loading, no device, no libcuda)
 # Logs go to $OUT (or ./device-out).  Prints one summary line per check.
 set -u
 out=${OUT:-device-out}
@@ -30,5 +33,6 @@ run gpu_test_no_ptx_jit      CUDA_DISABLE_PTX_JIT=1 $bin/gpu_test
 run gpu_arch_check           $bin/gpu_arch_check
 run gpu_arch_check_sm80      CUDA_DISABLE_PTX_JIT=1 $bin/gpu_arch_check_sm80
 run consumer_c99             $bin/consumer_c99
+run faults_check             $bin/faults_check
 grep -h -E '^(FAIL|device sm_|launch without)' "$out"/*.log | head -40
 exit $status
