@@ -6,8 +6,17 @@
 //
 //   PASS|FAIL <check>: <status name>, CUresult <n>, detail "<detail>"[; note]
 //
-// and the run ends with "N passed, M failed".  Exit 0 when all pass, 1 on
-// any failure, 77 (Meson's "skipped") without a CUDA device.
+// or SKIP when the device or driver cannot set the check up (the line says
+// why), and the run ends with "N passed, M failed, K skipped".  Exit 0 when
+// none failed, 1 on any failure, 77 (Meson's "skipped") without a CUDA
+// device.
+//
+// Not checked: a launch on a destroyed stream.  Using a destroyed handle is
+// undefined behaviour in CUDA, and the H100's driver (580.159.04) dies of
+// SIGSEGV inside cuLaunchKernel on one (2026-11-23, tests/gpu/RESULTS.md).
+// kpack passes the caller's stream through untouched: telling a destroyed
+// stream from a live one would take a driver query on every launch, which
+// the hot path's promise (the cost of a raw cuLaunchKernel) rules out.
 //
 // Checks that can take the whole process down (a bogus stream handle, which
 // the driver may dereference) or that need a different process setup (no
@@ -103,6 +112,14 @@ Outcome outcome_of(kpack_status st) {
 
 int passed = 0;
 int failed = 0;
+int skipped = 0;
+
+// A check the device or driver could not set up: neither passed nor failed.
+void skip(const char* check, const std::string& why) {
+  ++skipped;
+  std::printf("SKIP %s: %s\n", check, why.c_str());
+  std::fflush(stdout);
+}
 
 void report(const char* check, bool ok, const Outcome& o) {
   ok ? ++passed : ++failed;
@@ -249,13 +266,6 @@ int child_main(const std::string& mode, Driver& d) {
       // Not a stream at all: the address of an int on this stack.
       int not_a_stream = 0;
       st = kernels_vector_add_f32_b128(reinterpret_cast<kpack_stream>(&not_a_stream), b.x, b.y, b.out, kN);
-    } else if (mode == "destroyed-stream") {
-      CUstream s = nullptr;
-      if (d.stream_create(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS || d.stream_destroy(s) != CUDA_SUCCESS) {
-        std::printf("-1 0 cuStreamCreate/cuStreamDestroy failed\n");
-        return 0;
-      }
-      st = kernels_vector_add_f32_b128(s, b.x, b.y, b.out, kN);
     }
     // The process must still be usable: a good launch computes the sum.
     const Outcome bad = outcome_of(st);
@@ -317,7 +327,7 @@ int main(int argc, char** argv) {
 
   // (b) Invalid stream handles, each in a child in case the driver
   // dereferences them; the child also checks that a good launch then works.
-  for (const char* mode : {"bogus-stream", "destroyed-stream"}) {
+  for (const char* mode : {"bogus-stream"}) {
     const Outcome o = run_child(mode, "");
     report(mode, o.status == KPACK_ERROR_LAUNCH_FAILED && o.cu != 0 &&
                      contains(o.detail, "cuLaunchKernel(grid 4x1x1, block 128x1x1, smem 0) failed: ") &&
@@ -335,10 +345,12 @@ int main(int argc, char** argv) {
     CUcontext ctx_b = nullptr;
     Outcome o;
     b.poison();
-    if (d.stream_create(&stream_a, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-        d.ctx_create(&ctx_b, 0, 0) != CUDA_SUCCESS) {
-      o.note = "cuStreamCreate or cuCtxCreate failed";
-      report("wrong-context-stream", false, o);
+    const CUresult made_stream = d.stream_create(&stream_a, CU_STREAM_NON_BLOCKING);
+    const CUresult made_ctx = made_stream == CUDA_SUCCESS ? d.ctx_create(&ctx_b, 0, 0) : CUDA_SUCCESS;
+    if (made_stream != CUDA_SUCCESS || made_ctx != CUDA_SUCCESS) {
+      skip("wrong-context-stream", "cuStreamCreate returned " + std::to_string(made_stream) + ", cuCtxCreate " +
+                                       std::to_string(made_ctx));
+      if (stream_a != nullptr) d.stream_destroy(stream_a);
     } else {
       o = outcome_of(kernels_vector_add_f32_b128(stream_a, b.x, b.y, b.out, kN));
       const CUresult sync = o.status == KPACK_SUCCESS ? d.stream_synchronize(stream_a) : CUDA_SUCCESS;
@@ -363,9 +375,11 @@ int main(int argc, char** argv) {
     std::promise<CUcontext> created;
     std::promise<void> destroyed;
     Outcome o;
+    CUresult made = CUDA_SUCCESS;
     std::thread t([&] {
       CUcontext ctx = nullptr;
       const CUresult r = d.ctx_create(&ctx, 0, 0);  // current on this thread
+      made = r;
       created.set_value(r == CUDA_SUCCESS ? ctx : nullptr);
       if (r != CUDA_SUCCESS) return;
       destroyed.get_future().wait();
@@ -375,7 +389,6 @@ int main(int argc, char** argv) {
     if (ctx != nullptr) d.ctx_destroy(ctx);
     destroyed.set_value();
     t.join();
-    if (ctx == nullptr) o.note = "cuCtxCreate failed";
     // The fake driver fails cuCtxGetDevice (KPACK_ERROR_DRIVER); a real one
     // might only notice at cuLaunchKernel (KPACK_ERROR_LAUNCH_FAILED).  Either
     // way the CUresult must say the context is destroyed.
@@ -383,7 +396,11 @@ int main(int argc, char** argv) {
                                contains(o.detail, "cuCtxGetDevice failed: CUDA_ERROR_CONTEXT_IS_DESTROYED (709)");
     const bool at_launch = o.status == KPACK_ERROR_LAUNCH_FAILED &&
                            contains(o.detail, "failed: CUDA_ERROR_CONTEXT_IS_DESTROYED (709)");
-    report("destroyed-context", ctx != nullptr && o.cu == kContextDestroyed && (at_get_device || at_launch), o);
+    if (ctx == nullptr) {
+      skip("destroyed-context", "cuCtxCreate returned " + std::to_string(made));
+    } else {
+      report("destroyed-context", o.cu == kContextDestroyed && (at_get_device || at_launch), o);
+    }
   }
 
   // (d) Out of memory while loading: f32_b256 has not been launched yet, so
@@ -399,11 +416,23 @@ int main(int argc, char** argv) {
     kpack_get_load_counts(nullptr, &resolved_after);
     o.note = std::to_string(held.size()) + " allocations left " + std::to_string(free_bytes >> 20) + " MiB free of " +
              std::to_string(total_bytes >> 20) + " MiB";
-    report("out-of-memory", o.status == KPACK_ERROR_OUT_OF_MEMORY && o.cu == CUDA_ERROR_OUT_OF_MEMORY &&
-                                contains(o.detail, "failed: CUDA_ERROR_OUT_OF_MEMORY (2); device 0 has ") &&
-                                contains(o.detail, " MiB free of ") && resolved_after == resolved_before,
+    // The driver may still fit the module in what cudaMalloc leaves (on the
+    // H100, 2 MiB: 2026-11-23): then the launch must simply work.  Either
+    // way a status, never a crash or a wrong result.
+    const bool refused = o.status == KPACK_ERROR_OUT_OF_MEMORY && o.cu == CUDA_ERROR_OUT_OF_MEMORY &&
+                         contains(o.detail, "failed: CUDA_ERROR_OUT_OF_MEMORY (2); device 0 has ") &&
+                         contains(o.detail, " MiB free of ") && resolved_after == resolved_before;
+    std::string fitted = "not run";
+    if (o.status == KPACK_SUCCESS) {
+      const cudaError_t synced = cudaDeviceSynchronize();
+      fitted = synced != cudaSuccess ? std::string("sync ") + cudaGetErrorName(synced) : b.mismatch();
+      o.note += fitted.empty() ? "; the module still fitted: loaded, ran, result correct" : "; " + fitted;
+    }
+    report("out-of-memory", refused || (o.status == KPACK_SUCCESS && fitted.empty() &&
+                                        resolved_after == resolved_before + 1),
            o);
     for (void* p : held) cudaFree(p);
+    b.poison();
     // The failure is not latched: the same launch now loads and computes.
     Outcome again = outcome_of(kernels_vector_add_f32_b256(nullptr, b.x, b.y, b.out, kN));
     const cudaError_t sync = cudaDeviceSynchronize();
@@ -434,6 +463,6 @@ int main(int argc, char** argv) {
            o);
   }
 
-  std::printf("%d passed, %d failed\n", passed, failed);
+  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return failed == 0 ? 0 : 1;
 }
