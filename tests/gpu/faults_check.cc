@@ -61,15 +61,26 @@ constexpr const char* kMissingDriver = "/nonexistent/kpack-faults-check/libcuda.
 // ---- Driver entry points ------------------------------------------------------
 // The test is linked against the static CUDA runtime only (like gpu_test),
 // so that it starts, and skips, on a machine without libcuda; the few
-// driver calls it needs are fetched through the runtime, pinned to their
-// CUDA 12.0 signatures (cuCtxCreate has grown since).
-using CtxCreateFn = CUresult (*)(CUcontext*, unsigned int, CUdevice);
+// driver calls it needs are fetched through the runtime at the version of
+// the cuda.h it is compiled with, so each pointer has the signature that
+// header declares.  (cuCtxCreate is cuCtxCreate_v4 since CUDA 12.5, with a
+// parameter struct before the flags: fetching it at 12.0 while calling the
+// new signature, or the reverse, passes garbage as the device.)
+using CtxCreateFn = decltype(&cuCtxCreate);
 using CtxFn = CUresult (*)(CUcontext);
 using StreamCreateFn = CUresult (*)(CUstream*, unsigned int);
 using StreamFn = CUresult (*)(CUstream);
 
 struct Driver {
-  CtxCreateFn ctx_create = nullptr;
+  CtxCreateFn ctx_create_entry = nullptr;
+  // A new context on `dev`, made current on this thread.
+  CUresult ctx_create(CUcontext* ctx, unsigned int flags, CUdevice dev) const {
+#if CUDA_VERSION >= 12050
+    return ctx_create_entry(ctx, nullptr, flags, dev);
+#else
+    return ctx_create_entry(ctx, flags, dev);
+#endif
+  }
   CtxFn ctx_destroy = nullptr;
   StreamCreateFn stream_create = nullptr;
   StreamFn stream_destroy = nullptr;
@@ -80,7 +91,7 @@ template <typename Fn>
 bool entry(const char* symbol, Fn* fn) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found;
-  if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess || p == nullptr) {
     std::printf("FATAL the driver has no %s\n", symbol);
     return false;
@@ -90,7 +101,7 @@ bool entry(const char* symbol, Fn* fn) {
 }
 
 bool load_driver(Driver* d) {
-  return entry("cuCtxCreate", &d->ctx_create) && entry("cuCtxDestroy", &d->ctx_destroy) &&
+  return entry("cuCtxCreate", &d->ctx_create_entry) && entry("cuCtxDestroy", &d->ctx_destroy) &&
          entry("cuStreamCreate", &d->stream_create) &&
          entry("cuStreamDestroy", &d->stream_destroy) && entry("cuStreamSynchronize", &d->stream_synchronize);
 }
