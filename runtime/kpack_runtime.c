@@ -387,21 +387,21 @@ static kpack_status fail_launch(const kpack_driver *d, const kpack_kernel *k, CU
 }
 
 /*
- * The status of a first launch on a device that failed with `r`: the load
- * status where loading the module into the context explains it, otherwise
- * KPACK_ERROR_LAUNCH_FAILED, as on the hot path.
+ * Whether a first launch on a device that failed with `r` failed to load the
+ * module into the context (then it gets load_status(r)); any other failure
+ * is KPACK_ERROR_LAUNCH_FAILED, as on the hot path.
  */
-static kpack_status first_launch_status(CUresult r) {
+static int is_load_failure(CUresult r) {
   switch (r) {
-  case CUDA_ERROR_OUT_OF_MEMORY: return KPACK_ERROR_OUT_OF_MEMORY;
-  case CUDA_ERROR_NO_BINARY_FOR_GPU: return KPACK_ERROR_NO_BINARY_FOR_DEVICE;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
   case CUDA_ERROR_INVALID_IMAGE:
   case CUDA_ERROR_INVALID_PTX:
   case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
   case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
   case CUDA_ERROR_JIT_COMPILATION_DISABLED:
-  case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED: return KPACK_ERROR_LOAD_FAILED;
-  default: return KPACK_ERROR_LAUNCH_FAILED;
+  case CUDA_ERROR_SHARED_OBJECT_INIT_FAILED: return 1;
+  default: return 0;
   }
 }
 
@@ -429,11 +429,10 @@ static kpack_status first_launch_on_device(const kpack_driver *d, const kpack_ke
   if (r == CUDA_SUCCESS) {
     return KPACK_SUCCESS;
   }
-  const kpack_status status = ready ? KPACK_ERROR_LAUNCH_FAILED : first_launch_status(r);
-  if (status == KPACK_ERROR_LAUNCH_FAILED) {
+  if (ready || !is_load_failure(r)) {
     return fail_launch(d, k, r, c);
   }
-  kpack_status s = fail_cu(d, status, r,
+  kpack_status s = fail_cu(d, load_status(r), r,
                            "%s: first launch on device %d (sm_%d), which loads its code: "
                            "cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)",
                            name_of(k), (int)dev, cc, c->grid[0], c->grid[1], c->grid[2],
@@ -461,13 +460,11 @@ static kpack_status raise_smem_limit(const kpack_driver *d, const kpack_kernel *
     /* Looked up on first use (driver.h).  A driver without it fails here,
        each time: like any failure, not latched. */
     kpack_pfn_kernel_set_attribute set_attribute = kpack_rt_kernel_set_attribute(d);
-    CUresult r = set_attribute == NULL
-                     ? CUDA_SUCCESS
-                     : set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem,
-                                     (CUkernel)kernel, dev);
+    CUresult r = CUDA_SUCCESS;
     if (set_attribute == NULL) {
       s = kpack_rt_fail_missing(KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
-    } else if (r != CUDA_SUCCESS) {
+    } else if ((r = set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem,
+                                  (CUkernel)kernel, dev)) != CUDA_SUCCESS) {
       /* INVALID_VALUE: more than the device allows, the caller's mistake. */
       kpack_status status =
           r == CUDA_ERROR_INVALID_VALUE ? KPACK_ERROR_INVALID_ARGUMENT : KPACK_ERROR_DRIVER;
@@ -630,9 +627,8 @@ kpack_status kpack_unload_all(void) {
   pthread_mutex_lock(&g_load_lock);
   const kpack_driver *d = kpack_rt_driver();
   /* Looked up only when there is something to unload (driver.h). */
-  kpack_pfn_library_unload library_unload =
-      d != NULL && g_loaded != NULL ? kpack_rt_library_unload(d) : NULL;
-  if (d != NULL && g_loaded != NULL && library_unload == NULL) {
+  kpack_pfn_library_unload library_unload = NULL;
+  if (d != NULL && g_loaded != NULL && (library_unload = kpack_rt_library_unload(d)) == NULL) {
     /* The libraries stay loaded in the driver; kpack forgets them all the
        same, so the call still leaves the runtime as if never used. */
     first = kpack_rt_fail_missing(KPACK_LAZY_LIBRARY_UNLOAD);
