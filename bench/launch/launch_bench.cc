@@ -223,16 +223,23 @@ Json& add_spread(Json& j, const Stats& s) {
   return j.add("p10", s.p10).add("p90", s.p90).add("min", s.min).add("max", s.max).add("mean", s.mean);
 }
 
-// Statistics of op(a[i], b[i]): samples taken in the same round are paired,
-// which cancels drift that moves both (clock, temperature, other load).
-// A NaN marks a round that did not run a variant; such rounds are skipped.
+// op(a[i], b[i]) for each round i: samples taken in the same round are
+// paired, which cancels drift that moves both (clock, temperature, other
+// load).  A NaN marks a round that did not run a variant; such rounds are
+// skipped.
 template <typename Op>
-Stats paired(const std::vector<double>& a, const std::vector<double>& b, Op op) {
+std::vector<double> paired_values(const std::vector<double>& a, const std::vector<double>& b, Op op) {
   std::vector<double> r;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (!std::isnan(a[i]) && !std::isnan(b[i])) r.push_back(op(a[i], b[i]));
   }
-  return stats_of(std::move(r));
+  return r;
+}
+
+// Statistics of paired_values(a, b, op).
+template <typename Op>
+Stats paired(const std::vector<double>& a, const std::vector<double>& b, Op op) {
+  return stats_of(paired_values(a, b, op));
 }
 
 // A distribution-free 95% confidence interval for the median of `v`: the
@@ -946,11 +953,7 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   for (const auto& p : pairs) {
     // A ratio with a diagnostic on either side has no pairs without them.
     if ((p.self >= kMain || p.other >= kMain) && diag_runs == 0) continue;
-    std::vector<double> r;
-    for (size_t i = 0; i < static_cast<size_t>(runs); ++i) {
-      const double a = samples[p.self][i], b = samples[p.other][i];
-      if (!std::isnan(a) && !std::isnan(b)) r.push_back(ratio(a, b));
-    }
+    const std::vector<double> r = paired_values(samples[p.self], samples[p.other], ratio);
     const Stats s = stats_of(r);
     const auto ci = median_ci95(r);
     // value: the median of the per-round (paired) ratios, the number to
