@@ -18,7 +18,8 @@ std::string Layout(uint32_t offset, uint32_t size) {
 void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnostics& diag) {
   const Specialization& s = *u.spec;
   const Kernel& k = *s.kernel;
-  std::string where = "specialization " + s.name + " (" + (s.aligned ? "aligned variant, " : "") + u.arch.Name() + ")";
+  std::string where =
+      "specialization " + s.name + " (" + (s.IsVariant() ? s.VariantName() + " variant, " : "") + u.arch.Name() + ")";
   std::string error;
   std::optional<CubinInfo> info = ReadCubin(c.binary, &error);
   if (!info) {
@@ -81,7 +82,7 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
 
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers) {
   std::vector<uint32_t> sizes;
-  for (const Param& p : s.kernel->params) sizes.push_back(ParamSize(p.type));
+  for (const Param& p : s.kernel->params) sizes.push_back(ParamSize(s.TypeOf(p)));
   sizes.insert(sizes.end(), hidden_pointers, 8);
   std::vector<std::pair<uint32_t, uint32_t>> out;
   uint32_t offset = 0;

@@ -78,6 +78,11 @@ class HeaderWriter {
               AutoParams(k) +
               ".\n * The launcher runs the hinted build when every one of them is, as\n"
               " * Triton's JIT does, else the other; each is loaded on its first launch.\n";
+    if (k.HasNarrowVariant())
+      out_ += std::string(k.HasAlignedVariant() ? " * And" : " * Variants: each specialization is") +
+              " built with these i64 params as i32 too:\n *   " + NarrowParams(k) +
+              ".\n * The launcher runs the i32 build when every one of them fits in 32 bits,\n"
+              " * as Triton's JIT does; each build is loaded on its first launch.\n";
     out_ += " */\n\n";
 
     out_ += "/* One built combination of " + k.name + "'s constexprs. */\n";
@@ -123,8 +128,8 @@ class HeaderWriter {
             "). Never fails. */\n";
     out_ += "size_t " + pkg_.prefix + "_num_specializations(void);\n\n";
     out_ += "/*\n * Describes specialization `index` (0 <= index < " + pkg_.prefix +
-            "_num_specializations()):\n * kernel, name, archs, build mode and fatbin size (of both variants where a\n"
-            " * kernel has aligned variants); all strings static.\n";
+            "_num_specializations()):\n * kernel, name, archs, build mode and fatbin size (of every variant where a\n"
+            " * kernel has variants); all strings static.\n";
     out_ += " * Returns KPACK_ERROR_INVALID_ARGUMENT for an index out of range or a\n * NULL `info`. Thread-safe.\n */\n";
     out_ += "kpack_status " + pkg_.prefix + "_specialization_info(size_t index, kpack_spec_info *info);\n\n";
     out_ += "/*\n * Describes the package: its name, the kpack version and runtime ABI it was\n";

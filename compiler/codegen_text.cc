@@ -98,26 +98,31 @@ std::string Join(const std::vector<std::string>& items, const std::string& sep) 
   return out;
 }
 
-// The specializations of `k` that the API names (aligned variants are
-// chosen inside their typed launcher).
+// The specializations of `k` that the API names (variants are chosen
+// inside their typed launcher).
 std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs) {
   std::vector<const Specialization*> out;
   for (const Specialization& s : specs)
-    if (s.kernel == &k && !s.aligned) out.push_back(&s);
+    if (s.kernel == &k && !s.IsVariant()) out.push_back(&s);
   return out;
 }
 
 size_t CountApiSpecs(const std::vector<Specialization>& specs) {
   size_t n = 0;
-  for (const Specialization& s : specs) n += s.aligned ? 0 : 1;
+  for (const Specialization& s : specs) n += s.IsVariant() ? 0 : 1;
   return n;
 }
 
 // "x, n and stride": the params that are `divisibility: auto`.
-std::string AutoParams(const Kernel& k) {
+std::string AutoParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.divisibility_auto; }); }
+
+// "n and stride": the params that are `width: auto`.
+std::string NarrowParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.width_auto; }); }
+
+std::string ParamList(const Kernel& k, bool (*pick)(const Param&)) {
   std::vector<std::string> names;
   for (const Param& p : k.params)
-    if (p.divisibility_auto) names.push_back(p.name);
+    if (pick(p)) names.push_back(p.name);
   std::string out;
   for (size_t i = 0; i < names.size(); ++i)
     out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];

@@ -45,15 +45,21 @@ std::string ConstexprCType(const Constexpr& c);
 // `items` with `sep` between them.
 std::string Join(const std::vector<std::string>& items, const std::string& sep);
 
-// The specializations of `k` that the API names (aligned variants are
-// chosen inside their typed launcher).
+// The specializations of `k` that the API names (variants are chosen
+// inside their typed launcher).
 std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs);
 
-// How many specializations the API names (aligned variants not counted).
+// How many specializations the API names (variants not counted).
 size_t CountApiSpecs(const std::vector<Specialization>& specs);
 
 // "x, n and stride": the params that are `divisibility: auto`.
 std::string AutoParams(const Kernel& k);
+
+// "n and stride": the params that are `width: auto`.
+std::string NarrowParams(const Kernel& k);
+
+// "a, b and c": the params `pick` selects, in order.
+std::string ParamList(const Kernel& k, bool (*pick)(const Param&));
 
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k);

@@ -83,7 +83,7 @@ void CheckCollisions(const Package& pkg, const std::vector<Specialization>& spec
     claim(pkg.prefix + "_" + k.name + "_configs", owner, k.loc);
   }
   for (const Specialization& s : specs)
-    if (!s.aligned) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
+    if (!s.IsVariant()) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
 }
 
 }  // namespace
@@ -120,13 +120,26 @@ std::string Specialization::Describe() const {
     if (i) out += ", ";
     out += kernel->constexprs[i].name + "=" + ValueText(kernel->constexprs[i], values[i]);
   }
-  return aligned ? out + "; aligned variant" : out;
+  return IsVariant() ? out + "; " + VariantName() + " variant" : out;
 }
 
-std::string Specialization::Stem() const { return aligned ? name + ".aligned" : name; }
+std::string Specialization::VariantName() const {
+  if (aligned && narrow) return "aligned i32";
+  return aligned ? "aligned" : narrow ? "i32" : "";
+}
+
+std::string Specialization::Stem() const {
+  return name + (aligned ? ".aligned" : "") + (narrow ? ".i32" : "");
+}
 
 int Specialization::Divisibility(const Param& p) const {
   return p.divisibility_auto && !aligned ? 0 : p.divisibility;
+}
+
+ParamType Specialization::TypeOf(const Param& p) const {
+  ParamType t = p.type;
+  if (narrow && p.width_auto) t.scalar = Scalar::kI32;
+  return t;
 }
 
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
@@ -145,11 +158,16 @@ std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
   }
   CheckCollisions(pkg, out, diag);
   for (size_t i = 0, n = out.size(); i < n; ++i) {
-    if (!out[i].kernel->HasAlignedVariant()) continue;
-    Specialization variant = out[i];
-    variant.aligned = true;
-    variant.fallback = i;
-    out.push_back(std::move(variant));
+    const bool aligned = out[i].kernel->HasAlignedVariant();
+    const bool narrow = out[i].kernel->HasNarrowVariant();
+    for (unsigned index = 1; index < 4; ++index) {
+      if ((index & 1 && !aligned) || (index & 2 && !narrow)) continue;
+      Specialization variant = out[i];
+      variant.aligned = index & 1;
+      variant.narrow = index & 2;
+      variant.base = i;
+      out.push_back(std::move(variant));
+    }
   }
   return out;
 }

@@ -16,19 +16,33 @@ struct Specialization {
   std::string name;      // "vector_add_f16_b256"
   std::string launcher;  // "<prefix>_vector_add_f16_b256"
   std::string symbol;    // "kpack_<prefix>_vector_add_f16_b256", in the cubin
-  // The aligned variant of specialization `fallback` (an index into Expand's
-  // result; same name, launcher and symbol): built with every
-  // `divisibility: auto` param hinted, launched when the values allow it.
+  // A variant of specialization `base` (an index into Expand's result;
+  // same name, launcher and symbol), launched when the values allow it, as
+  // Triton's JIT specializes:
+  //   aligned: every `divisibility: auto` param hinted (values multiples of 16);
+  //   narrow:  every `width: auto` param built as i32 (values that fit).
+  // A kernel with both kinds of params has three variants per specialization.
   bool aligned = false;
-  size_t fallback = 0;
+  bool narrow = false;
+  size_t base = 0;
 
+  bool IsVariant() const { return aligned || narrow; }
+  // The variant's index among its specialization's builds: 1 for aligned,
+  // 2 for narrow, 3 for both, 0 for the specialization itself.
+  unsigned VariantIndex() const { return (aligned ? 1u : 0u) | (narrow ? 2u : 0u); }
+  // "aligned", "i32" or "aligned i32"; "" for the specialization itself.
+  std::string VariantName() const;
   // "T=f16, BLOCK=256" ("...; aligned variant"), for messages and docs.
   std::string Describe() const;
-  // The name of its files (units, fatbin): name, or name + ".aligned".
+  // The name of its files (units, fatbin): name, or name + ".aligned",
+  // ".i32", ".aligned.i32".
   std::string Stem() const;
   // The divisibility hint `p` gets in this build: 16 or 0 (an auto param
   // is hinted in the aligned variant only).
   int Divisibility(const Param& p) const;
+  // The type `p` has in this build: i32 for a `width: auto` param of a
+  // narrow variant, else the manifest's.
+  ParamType TypeOf(const Param& p) const;
 };
 
 // Binds the specialization's constexpr values for expression evaluation.
@@ -38,11 +52,12 @@ ExprBindings BindingsFor(const Specialization& s);
 // Spelling of one value: "f16", "256", "true".
 std::string ValueText(const Constexpr& c, const ConstexprValue& v);
 
-// Expands every kernel of `pkg`, in manifest order, then appends the aligned
-// variant of each specialization of a kernel with `divisibility: auto`
-// params (one fully hinted variant, not one per subset: see
-// docs/manifest.md).  Variants come last so that specialization i keeps
-// fatbin i whatever the variants.  Reports products over
+// Expands every kernel of `pkg`, in manifest order, then appends the
+// variants of each specialization, in that order, in VariantIndex order: the
+// aligned one of a kernel with `divisibility: auto` params (one fully hinted
+// variant, not one per subset: see docs/manifest.md), the narrow one of a
+// kernel with `width: auto` params, and both where it has both.  Variants
+// come last so that specialization i keeps fatbin i whatever the variants.  Reports products over
 // pkg.max_specializations, kernels whose every combination is excluded, and
 // generated names that collide.  The result points into `pkg`.
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag);

@@ -1,6 +1,7 @@
 // launcher_gen.cc - the generate pass's launcher source: descriptors, typed
-// launchers (with the aligned-variant choice), dispatchers and enumeration.
+// launchers (with the choice of variant), dispatchers and enumeration.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -67,8 +68,13 @@ class LauncherWriter {
   LauncherWriter(const Package& pkg, const std::vector<Specialization>& specs, const CodegenOptions& o,
                  const std::map<const Specialization*, TritonLaunch>& triton)
       : pkg_(pkg), specs_(specs), o_(o), triton_(triton) {
-    for (size_t i = 0; i < specs_.size(); ++i)
-      if (specs_[i].aligned) variant_of_[specs_[i].fallback] = i;
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      const Specialization& s = specs_[i];
+      if (!s.IsVariant()) continue;
+      auto [it, inserted] = variants_.try_emplace(s.base);
+      if (inserted) it->second = {s.base, kNone, kNone, kNone};
+      it->second[s.VariantIndex()] = i;
+    }
   }
 
   std::string Write() {
@@ -89,7 +95,7 @@ class LauncherWriter {
     for (const Kernel& k : pkg_.kernels) {
       WriteConfigs(k);
       for (size_t i = 0; i < specs_.size(); ++i)
-        if (specs_[i].kernel == &k && !specs_[i].aligned) WriteTypedLauncher(i);
+        if (specs_[i].kernel == &k && !specs_[i].IsVariant()) WriteTypedLauncher(i);
       WriteDispatcher(k);
     }
     WritePackageFunctions();
@@ -130,10 +136,11 @@ class LauncherWriter {
     std::string ptx_text = k.ptx ? "compute_" + std::to_string(PtxArch(k).number) : "";
     out_ += "static kpack_kernel_state kpack_state_" + std::to_string(i) + ";\n";
     out_ += "static const kpack_kernel " + Descriptor(i) + " = {\n";
-    // The name is what runtime messages say; kpack_describe() never sees an
-    // aligned variant's descriptor.
+    // The name is what runtime messages say; kpack_describe() never sees a
+    // variant's descriptor.
     out_ += "    " + std::to_string(kAbiVersion) + ", " + CString(pkg_.name) + ", " + CString(k.name) + ", " +
-            CString(s.aligned ? s.name + " (aligned variant)" : s.name) + ",\n    " + CString(s.symbol) + ", &" +
+            CString(s.IsVariant() ? s.name + " (" + s.VariantName() + " variant)" : s.name) + ",\n    " +
+            CString(s.symbol) + ", &" +
             pkg_.prefix + "_kpack_blobs[" + std::to_string(i) + "],\n";
     const std::vector<Arch> archs = k.BuildArchs();
     out_ += "    " + ArchTable(archs) + ", " + std::to_string(archs.size()) + ", " + ptx_table + ", " +
@@ -168,15 +175,18 @@ class LauncherWriter {
     const Kernel& k = *s.kernel;
     ExprBindings b = BindingsFor(s);
     std::vector<std::string> params = {"kpack_stream stream"}, args;
+    const bool narrow = k.HasNarrowVariant();
     for (const Param& p : k.params) {
       params.push_back(TypedParam(s, p));
-      args.push_back("(void *)&" + p.name);
+      // An i32 variant takes a 32-bit copy of each `width: auto` value.
+      args.push_back(narrow && p.width_auto ? "(kpack_narrow ? (void *)&kpack_i32_" + p.name + " : (void *)&" + p.name + ")"
+                                            : "(void *)&" + p.name);
     }
     out_ += "kpack_status " + s.launcher + "(" + Join(params, ", ") + ") {\n";
     std::vector<std::string> block = Dims(k.launch.block, b);
     std::string smem = EmitExprC(k.launch.shared_mem, b);
-    auto found = variant_of_.find(i);
-    const bool variant = found != variant_of_.end();
+    auto found = variants_.find(i);
+    const bool variant = found != variants_.end();
     std::string descriptor = "&" + Descriptor(i);
     if (k.language == Language::kTriton) {
       TritonLaunch t = LaunchOf(s);
@@ -184,13 +194,21 @@ class LauncherWriter {
       block = {std::to_string(32 * t.num_warps), "1", "1"};
       smem = std::to_string(t.shared);
       if (variant) {
-        // Triton may decide differently for the aligned build; a launch
+        // Triton may decide differently for each variant's build; a launch
         // passes what the variant it runs needs.
-        TritonLaunch a = LaunchOf(specs_[found->second]);
-        hidden = std::max(hidden, a.hidden_pointer_params);
-        block[0] = Select(std::to_string(32 * a.num_warps), block[0]);
-        smem = Select(std::to_string(a.shared), smem);
-        descriptor = Select("&" + Descriptor(found->second), descriptor);
+        std::array<std::string, 4> blocks, smems, descriptors;
+        for (unsigned v = 0; v < 4; ++v) {
+          const size_t index = found->second[v];
+          if (index == kNone) continue;
+          TritonLaunch a = LaunchOf(specs_[index]);
+          hidden = std::max(hidden, a.hidden_pointer_params);
+          blocks[v] = std::to_string(32 * a.num_warps);
+          smems[v] = std::to_string(a.shared);
+          descriptors[v] = "&" + Descriptor(index);
+        }
+        block[0] = Choose(blocks);
+        smem = Choose(smems);
+        descriptor = Choose(descriptors);
       }
       // Triton's global and profile scratch pointers: unused, so NULL.
       for (uint32_t h = 0; h < hidden; ++h) {
@@ -221,23 +239,43 @@ class LauncherWriter {
                                : TritonLaunch{0, static_cast<uint32_t>(s.kernel->NumWarps(s.values)), 2};
   }
 
-  // C for "the aligned variant's value, else the fallback's".
-  static std::string Select(const std::string& aligned, const std::string& fallback) {
-    return aligned == fallback ? fallback : "(kpack_aligned ? " + aligned + " : " + fallback + ")";
+  // C for "the value of the variant this launch runs", given each built
+  // variant's by VariantIndex ("" where not built).  Where the variants
+  // agree the value is a constant.
+  static std::string Choose(const std::array<std::string, 4>& v) {
+    auto pick = [](const std::string& cond, const std::string& yes, const std::string& no) {
+      return yes.empty() || yes == no ? no : "(" + cond + " ? " + yes + " : " + no + ")";
+    };
+    std::string wide = pick("kpack_aligned", v[1], v[0]);
+    std::string narrow = pick("kpack_aligned", v[3], v[2]);
+    return narrow.empty() ? wide : pick("kpack_narrow", narrow, wide);
   }
 
-  // The aligned variant's hints hold when every `divisibility: auto` value
-  // is a multiple of 16 (an address: 16-byte aligned), which is what
-  // Triton's JIT tests to specialize.  One OR of the values and one test:
-  // the low four bits survive the casts, negative values included.
+  // The tests Triton's JIT makes to specialize a call.  The aligned
+  // variant's hints hold when every `divisibility: auto` value is a
+  // multiple of 16 (an address: 16-byte aligned): one OR of the values and
+  // one test; the low four bits survive the casts, negative values
+  // included.  The i32 variant runs when every `width: auto` value fits in
+  // 32 bits, and is passed 32-bit copies.
   void WriteVariantChoice(const Kernel& k) {
-    std::vector<std::string> values;
-    for (const Param& p : k.params)
-      if (p.divisibility_auto)
-        values.push_back(p.type.is_pointer ? "(uint64_t)(uintptr_t)" + p.name : "(uint64_t)" + p.name);
-    out_ += "  /* The aligned variant when every divisibility: auto param (" + AutoParams(k) +
-            ") is a multiple of 16. */\n";
-    out_ += "  const int kpack_aligned = ((" + Join(values, " | ") + ") & 15) == 0;\n";
+    if (k.HasAlignedVariant()) {
+      std::vector<std::string> values;
+      for (const Param& p : k.params)
+        if (p.divisibility_auto)
+          values.push_back(p.type.is_pointer ? "(uint64_t)(uintptr_t)" + p.name : "(uint64_t)" + p.name);
+      out_ += "  /* The aligned variant when every divisibility: auto param (" + AutoParams(k) +
+              ") is a multiple of 16. */\n";
+      out_ += "  const int kpack_aligned = ((" + Join(values, " | ") + ") & 15) == 0;\n";
+    }
+    if (k.HasNarrowVariant()) {
+      std::vector<std::string> fits;
+      for (const Param& p : k.params)
+        if (p.width_auto) fits.push_back(p.name + " >= INT32_MIN && " + p.name + " <= INT32_MAX");
+      out_ += "  /* The i32 variant when every width: auto param (" + NarrowParams(k) + ") fits in 32 bits. */\n";
+      out_ += "  const int kpack_narrow = " + Join(fits, " && ") + ";\n";
+      for (const Param& p : k.params)
+        if (p.width_auto) out_ += "  const int32_t kpack_i32_" + p.name + " = (int32_t)" + p.name + ";\n";
+    }
   }
 
   // A divisibility hint is a promise the compiled code relies on (16-byte
@@ -329,22 +367,27 @@ class LauncherWriter {
             ", " + n + ", kpack_names, kpack_kinds, kpack_values);\n  }\n}\n\n";
   }
 
-  // Enumeration lists what the API names; an aligned variant is part of its
+  // Enumeration lists what the API names; a variant is part of its
   // specialization, and its fatbin counts in the specialization's size.
   void WritePackageFunctions() {
     std::string n = std::to_string(CountApiSpecs(specs_));
-    std::string all, aligned;
+    std::string all, variants;
     for (size_t i = 0; i < specs_.size(); ++i) {
-      if (specs_[i].aligned) continue;
+      if (specs_[i].IsVariant()) continue;
       all += "    &" + Descriptor(i) + ",\n";
-      auto found = variant_of_.find(i);
-      aligned += "    " + (found != variant_of_.end() ? "&" + Descriptor(found->second) : std::string("NULL")) + ",\n";
+      auto found = variants_.find(i);
+      std::vector<std::string> row;
+      for (unsigned v = 1; v < 4; ++v) {
+        const bool built = found != variants_.end() && found->second[v] != kNone;
+        row.push_back(built ? "&" + Descriptor(found->second[v]) : std::string("NULL"));
+      }
+      variants += "    {" + Join(row, ", ") + "},\n";
     }
     const bool any_variant = CountApiSpecs(specs_) != specs_.size();
     out_ += "static const kpack_kernel *const kpack_all_[" + n + "] = {\n" + all + "};\n\n";
     if (any_variant)
-      out_ += "/* The aligned variant of each, NULL where none. */\nstatic const kpack_kernel *const kpack_aligned_[" +
-              n + "] = {\n" + aligned + "};\n\n";
+      out_ += "/* The variants of each (aligned, i32, aligned i32), NULL where not built. */\n"
+              "static const kpack_kernel *const kpack_variants_[" + n + "][3] = {\n" + variants + "};\n\n";
     out_ += "size_t " + pkg_.prefix + "_num_specializations(void) { return " + n + "; }\n\n";
     out_ += "kpack_status " + pkg_.prefix + "_specialization_info(size_t index, kpack_spec_info *info) {\n";
     out_ += "  if (index >= " + n + ")\n";
@@ -354,8 +397,8 @@ class LauncherWriter {
       out_ += "  return kpack_describe(kpack_all_[index], info);\n}\n\n";
     } else {
       out_ += "  kpack_status kpack_st = kpack_describe(kpack_all_[index], info);\n";
-      out_ += "  if (kpack_st == KPACK_SUCCESS && kpack_aligned_[index] != NULL)\n";
-      out_ += "    info->fatbin_size += kpack_aligned_[index]->fatbin->size;\n";
+      out_ += "  for (int v = 0; kpack_st == KPACK_SUCCESS && v < 3; ++v)\n";
+      out_ += "    if (kpack_variants_[index][v] != NULL) info->fatbin_size += kpack_variants_[index][v]->fatbin->size;\n";
       out_ += "  return kpack_st;\n}\n\n";
     }
     WriteBuildInfo(n);
@@ -363,7 +406,7 @@ class LauncherWriter {
 
   void WriteBuildInfo(const std::string& n) {
     size_t debug = 0;
-    for (const Specialization& s : specs_) debug += !s.aligned && s.kernel->debug ? 1 : 0;
+    for (const Specialization& s : specs_) debug += !s.IsVariant() && s.kernel->debug ? 1 : 0;
     std::string fn = pkg_.prefix + "_build_info";
     std::string abi = std::to_string(kAbiVersion);
     out_ += "kpack_status " + fn + "(kpack_build_info *info) {\n";
@@ -385,7 +428,10 @@ class LauncherWriter {
   const CodegenOptions& o_;
   const std::map<const Specialization*, TritonLaunch>& triton_;
   std::map<std::string, std::string> arch_tables_;
-  std::map<size_t, size_t> variant_of_;  // specialization -> its aligned variant
+  // Specialization -> its builds by VariantIndex ([0] is itself; kNone
+  // where not built), for specializations that have variants.
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  std::map<size_t, std::array<size_t, 4>> variants_;
   std::string out_;
 };
 

@@ -585,13 +585,15 @@ class KernelReader {
       return;
     }
     for (const YAML::Node& item : v) {
-      if (!r_.CheckMap(item, "a param", {"name", "type", "divisibility"}, {"name", "type"})) continue;
+      if (!r_.CheckMap(item, "a param", {"name", "type", "divisibility", "width"}, {"name", "type"})) continue;
       Param p;
       p.loc = r_.Loc(item);
       YAML::Node name = FileReader::Get(item, "name");
       YAML::Node type = FileReader::Get(item, "type");
       YAML::Node divisibility = FileReader::Get(item, "divisibility");
       if (divisibility.IsDefined()) ReadDivisibility(divisibility, p);
+      YAML::Node width = FileReader::Get(item, "width");
+      if (width.IsDefined()) ReadWidth(width, p);
       p.name = SpelledIdentifier(name, "param name");
       std::optional<std::string> t = r_.String(type, "param type");
       if (p.name.empty() || !t) continue;
@@ -602,6 +604,9 @@ class KernelReader {
       if (p.divisibility && !p.type.is_pointer && (!Info(p.type.scalar).is_integer || p.type.scalar == Scalar::kBool))
         r_.diag().Error(p.divisibility_loc, "divisibility applies only to pointer and integer params ('" + p.name +
                                                 "' is " + p.type_text + ")");
+      // The JIT narrows only 64-bit integers it was given as Python ints.
+      if (p.width_auto && (p.type.is_pointer || !p.type.dtype_constexpr.empty() || p.type.scalar != Scalar::kI64))
+        r_.diag().Error(p.width_loc, "width: auto applies only to i64 params ('" + p.name + "' is " + p.type_text + ")");
       k.params.push_back(std::move(p));
     }
   }
@@ -617,6 +622,17 @@ class KernelReader {
       p.divisibility = 16;
     } else {
       r_.Error(node, "divisibility must be 16 or auto (16 is Triton's only divisibility hint)");
+    }
+  }
+
+  // `width: auto`: an i32 variant besides the i64 build; the launcher
+  // picks it when every such value fits in 32 bits.
+  void ReadWidth(const YAML::Node& node, Param& p) {
+    p.width_loc = r_.Loc(node);
+    if (node.IsScalar() && node.Scalar() == "auto") {
+      p.width_auto = true;
+    } else {
+      r_.Error(node, "width must be auto (an i32 variant, run when the value fits in 32 bits, as Triton's JIT does)");
     }
   }
 
@@ -784,6 +800,9 @@ class KernelReader {
     for (const Param& p : k.params)
       if (p.divisibility)
         r_.diag().Error(p.divisibility_loc, "divisibility hints apply to Triton kernels only");
+    for (const Param& p : k.params)
+      if (p.width_auto)
+        r_.diag().Error(p.width_loc, "width: auto applies to Triton kernels only (a CUDA kernel's C++ signature fixes its types)");
   }
 
   // Triton decides the block (32 x num_warps threads) and the shared

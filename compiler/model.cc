@@ -98,6 +98,10 @@ bool Kernel::HasAlignedVariant() const {
   return std::any_of(params.begin(), params.end(), [](const Param& p) { return p.divisibility_auto; });
 }
 
+bool Kernel::HasNarrowVariant() const {
+  return std::any_of(params.begin(), params.end(), [](const Param& p) { return p.width_auto; });
+}
+
 const Constexpr* Kernel::FindConstexpr(const std::string& n) const {
   for (const Constexpr& c : constexprs)
     if (c.name == n) return &c;

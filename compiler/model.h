@@ -64,6 +64,10 @@ struct Param {
   // the aligned variant, which the launcher picks when the value allows it.
   bool divisibility_auto = false;
   SourceLoc divisibility_loc;
+  // `width: auto` on an i64 param (Triton): the i32 variant passes it as
+  // int32, as Triton's JIT does for values that fit; the launcher picks.
+  bool width_auto = false;
+  SourceLoc width_loc;
   std::string type_text;  // as written, for messages
   SourceLoc loc;
 };
@@ -132,6 +136,9 @@ struct Kernel {
   // Whether each specialization also gets an aligned variant: some param
   // says `divisibility: auto`.
   bool HasAlignedVariant() const;
+  // Whether each specialization also gets an i32 variant: some param says
+  // `width: auto`.
+  bool HasNarrowVariant() const;
 
   const Constexpr* FindConstexpr(const std::string& name) const;
   const Param* FindParam(const std::string& name) const;

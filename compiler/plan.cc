@@ -113,7 +113,7 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
         u.arch = arch;
         u.triton = true;
         u.source = TritonRequest(s, arch);
-        u.name = s.Stem() + "." + arch.Name();  // "k_f16.aligned.sm_90a" for the aligned variant
+        u.name = s.Stem() + "." + arch.Name();  // "k_f16.aligned.sm_90a" for an aligned variant
         u.config_key = Hasher().Add("kpack-triton-config-v1").Add(versions.triton).HexDigest();
         u.key = Hasher().Add("kpack-triton-unit-v1").Add(u.source).Add(versions.triton).HexDigest();
         plan.units.push_back(std::move(u));
@@ -165,10 +165,17 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
 }
 
 std::string CountUnits(const Plan& plan) {
-  size_t aligned = 0;
-  for (const Unit& u : plan.units) aligned += u.spec->aligned ? 1 : 0;
+  size_t variants = 0;
+  bool aligned = false, narrow = false;
+  for (const Unit& u : plan.units) {
+    variants += u.spec->IsVariant() ? 1 : 0;
+    aligned = aligned || u.spec->aligned;
+    narrow = narrow || u.spec->narrow;
+  }
   std::string out = std::to_string(plan.units.size()) + " units";
-  return aligned ? out + " (" + std::to_string(aligned) + " of aligned variants)" : out;
+  if (!variants) return out;
+  std::string kinds = aligned && narrow ? "aligned and i32" : aligned ? "aligned" : "i32";
+  return out + " (" + std::to_string(variants) + " of " + kinds + " variants)";
 }
 
 }  // namespace kpack

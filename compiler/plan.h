@@ -11,7 +11,7 @@
 namespace kpack {
 
 struct Unit {
-  const Specialization* spec = nullptr;  // an aligned variant is a Specialization of its own
+  const Specialization* spec = nullptr;  // a variant is a Specialization of its own
   Arch arch;                      // what the cubin is for (see Kernel::BuildArchs)
   bool ptx = false;               // a PTX unit (only when a manifest asks)
   bool triton = false;            // compiled by Triton, not nvcc
@@ -20,8 +20,8 @@ struct Unit {
   std::vector<std::string> flags; // nvcc flags, without input/output paths
   std::string key;                // content key, see MakePlan
   std::string config_key;         // the key without the source: flags, arch, toolkit
-  std::string name;               // "vector_add_f16_b256.sm_90" (".compute_90"; an aligned
-                                  // variant's "softmax_f16.aligned.sm_90a")
+  std::string name;               // "vector_add_f16_b256.sm_90" (".compute_90"; a variant's
+                                  // "softmax_f16.aligned.i32.sm_90a")
 };
 
 struct Plan {
@@ -54,7 +54,8 @@ struct ToolVersions {
 // it forms the cache's second key (unit_cache.h).
 Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions);
 
-// "12 units", or "12 units (6 of aligned variants)", for --perf and -v.
+// "12 units", or "12 units (6 of aligned variants)" ("i32 variants", "aligned
+// and i32 variants"), for --perf and -v.
 std::string CountUnits(const Plan& plan);
 
 }  // namespace kpack

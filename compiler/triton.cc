@@ -42,7 +42,7 @@ std::string TritonRequest(const Specialization& s, const Arch& arch) {
   }
   llvm::json::Array params;
   for (const Param& p : k.params) {
-    llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, p.type)}};
+    llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, s.TypeOf(p))}};
     if (int d = s.Divisibility(p)) param["divisibility"] = d;
     params.push_back(std::move(param));
   }

@@ -342,6 +342,10 @@ kpack_status kernels_cross_entropy_bf16_b1024(kpack_stream stream, const kpack_b
  *   x, y and out.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
+ * And built with these i64 params as i32 too:
+ *   n.
+ * The launcher runs the i32 build when every one of them fits in 32 bits,
+ * as Triton's JIT does; each build is loaded on its first launch.
  */
 
 /* One built combination of vector_add_triton's constexprs. */
@@ -401,6 +405,10 @@ kpack_status kernels_vector_add_triton_bf16_b4096_w4(kpack_stream stream, const 
  *   preds, targets, giou and valid.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
+ * And built with these i64 params as i32 too:
+ *   num_boxes.
+ * The launcher runs the i32 build when every one of them fits in 32 bits,
+ * as Triton's JIT does; each build is loaded on its first launch.
  */
 
 /* One built combination of giou_loss_triton's constexprs. */
@@ -512,6 +520,10 @@ kpack_status kernels_attention_mask_fill_triton_bf16_nocausal_t4096_w4(kpack_str
  *   inp, out, cols, in_row_stride and out_row_stride.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
+ * And built with these i64 params as i32 too:
+ *   rows, cols, in_row_stride and out_row_stride.
+ * The launcher runs the i32 build when every one of them fits in 32 bits,
+ * as Triton's JIT does; each build is loaded on its first launch.
  */
 
 /* One built combination of softmax_triton's constexprs. */
@@ -589,6 +601,10 @@ kpack_status kernels_softmax_triton_bf16_b32768_w16(kpack_stream stream, const k
  *   logits, vocab and row_stride.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
+ * And built with these i64 params as i32 too:
+ *   rows, vocab, row_stride and ignore_index.
+ * The launcher runs the i32 build when every one of them fits in 32 bits,
+ * as Triton's JIT does; each build is loaded on its first launch.
  */
 
 /* One built combination of cross_entropy_triton's constexprs. */
@@ -644,8 +660,8 @@ size_t kernels_num_specializations(void);
 
 /*
  * Describes specialization `index` (0 <= index < kernels_num_specializations()):
- * kernel, name, archs, build mode and fatbin size (of both variants where a
- * kernel has aligned variants); all strings static.
+ * kernel, name, archs, build mode and fatbin size (of every variant where a
+ * kernel has variants); all strings static.
  * Returns KPACK_ERROR_INVALID_ARGUMENT for an index out of range or a
  * NULL `info`. Thread-safe.
  */

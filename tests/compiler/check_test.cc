@@ -45,12 +45,13 @@ kpack::Kernel MixedParams() {
 }
 
 std::string Check(const kpack::Kernel& k, const std::string& cubin, const std::string& symbol, kpack::Arch arch,
-                  kpack::UnitFacts* facts_out = nullptr, bool aligned = false) {
+                  kpack::UnitFacts* facts_out = nullptr, bool aligned = false, bool narrow = false) {
   kpack::Specialization s;
   s.kernel = &k;
   s.name = "mixed_x";
   s.symbol = symbol;
   s.aligned = aligned;
+  s.narrow = narrow;
   kpack::Plan plan;
   kpack::Unit u;
   u.spec = &s;
@@ -99,6 +100,29 @@ TEST_CASE("an aligned variant's cubin is checked like any other and named as the
   CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90, nullptr, true) ==
         "k.yaml:8:5: error: specialization mixed_x (aligned variant, sm_90): parameter 'n' (i64) is at offset 8, "
         "size 4 in the cubin, but the launcher passes offset 8, size 8\n");
+}
+
+TEST_CASE("an i32 variant's cubin is checked with its width: auto params 4 bytes wide") {
+  // The cubin's n is an int32_t: the i32 variant of an i64 `width: auto`
+  // param matches it, the 64-bit build does not.
+  kpack::Kernel k = MixedParams();
+  k.params[1] = MakeParam("n", "i64", kpack::Scalar::kI64, false, 8);
+  k.params[1].width_auto = true;
+  kpack::Specialization narrow;
+  narrow.kernel = &k;
+  narrow.narrow = true;
+  CHECK(kpack::ExpectedLayout(narrow) == std::vector<std::pair<uint32_t, uint32_t>>{
+                                             {0, 8}, {8, 4}, {16, 8}, {24, 2}, {26, 1}, {28, 4}, {32, 8}});
+  CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90, nullptr, false, true) == "");
+  CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90, nullptr, true, true) == "");
+  CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90) ==
+        "k.yaml:8:5: error: specialization mixed_x (sm_90): parameter 'n' (i64) is at offset 8, size 4 in the "
+        "cubin, but the launcher passes offset 8, size 8\n");
+  // A param without width: auto keeps its type in the i32 variant.
+  k.params[1].width_auto = false;
+  CHECK(Check(k, "readers_sm90.cubin", "mixed_params", kSm90, nullptr, true, true) ==
+        "k.yaml:8:5: error: specialization mixed_x (aligned i32 variant, sm_90): parameter 'n' (i64) is at offset "
+        "8, size 4 in the cubin, but the launcher passes offset 8, size 8\n");
 }
 
 TEST_CASE("a missing parameter is an error at params") {

@@ -45,14 +45,18 @@ TEST_CASE("generated header, launchers and embedding match the golden files") {
 
   kpack::CodegenOptions options{"manifests/golden/kpack.yaml", "gk.h"};
   CompareGolden("gk.h", kpack::GenerateHeader(*pkg, specs, options));
-  // rows_f32_b1024's aligned variant needs more shared memory than its
-  // fallback (Triton may decide so): the launcher passes what it launches.
-  // Specs: scale (3), mask (2), rows f16, rows f32, then the two variants.
-  REQUIRE(specs.size() == 9);
-  REQUIRE(specs[8].aligned);
-  REQUIRE(specs[8].fallback == 6);
+  // rows_f32_b1024's variants need other amounts of shared memory than it
+  // does (Triton may decide so), its i32 variant the same: the launcher
+  // passes what the build it launches needs.  Specs: scale (3), mask (2),
+  // rows f16, rows f32, then the variants of each: aligned, i32, aligned i32.
+  REQUIRE(specs.size() == 13);
+  REQUIRE((specs[10].aligned && !specs[10].narrow && specs[10].base == 6));
+  REQUIRE((!specs[11].aligned && specs[11].narrow && specs[11].base == 6));
+  REQUIRE((specs[12].aligned && specs[12].narrow && specs[12].base == 6));
   std::map<const kpack::Specialization*, kpack::TritonLaunch> triton = {
-      {&specs[5], {0, 4, 2}}, {&specs[7], {0, 4, 2}}, {&specs[6], {512, 4, 2}}, {&specs[8], {2048, 4, 2}}};
+      {&specs[5], {0, 4, 2}},     {&specs[7], {0, 4, 2}},      {&specs[8], {0, 4, 2}},
+      {&specs[9], {0, 4, 2}},     {&specs[6], {512, 4, 2}},    {&specs[10], {2048, 4, 2}},
+      {&specs[11], {512, 4, 2}},  {&specs[12], {1024, 4, 2}}};
   CompareGolden("gk_launch.c", kpack::GenerateLauncherSource(*pkg, specs, options, triton));
   std::vector<std::string> paths, hashes;
   for (const auto& s : specs) {

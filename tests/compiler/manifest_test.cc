@@ -350,3 +350,44 @@ TEST_CASE("divisibility: auto marks params for the aligned variant; bad values a
   CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: bool, divisibility: 16}")) ==
         "k.yaml:12:41: error: divisibility applies only to pointer and integer params ('n' is bool)\n");
 }
+
+TEST_CASE("width: auto marks i64 params of Triton kernels for the i32 variant; misuse is an error") {
+  ScratchDir dir;
+  dir.Write("package.yaml", kPackage);
+  dir.Write("va.py", "");
+  dir.Write("va.cuh", "");
+  auto load = [&](const std::string& kernel, std::optional<kpack::Package>* pkg = nullptr) {
+    dir.Write("k.yaml", kernel);
+    kpack::Diagnostics diag;
+    auto loaded = kpack::LoadPackage("package.yaml", {}, diag);
+    if (pkg) *pkg = std::move(loaded);
+    return diag.Text();
+  };
+  std::string triton = Replace(Replace(kKernel, "source: va.cuh", "language: triton\nsource: va.py"),
+                               "  block: [BLOCK]\n", "");
+  std::optional<kpack::Package> pkg;
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, width: auto}"), &pkg) == "");
+  REQUIRE(pkg);
+  CHECK(pkg->kernels[0].HasNarrowVariant());
+  CHECK_FALSE(pkg->kernels[0].HasAlignedVariant());
+  CHECK(pkg->kernels[0].params[3].width_auto);
+  CHECK_FALSE(pkg->kernels[0].params[0].width_auto);
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: auto, width: auto}"), &pkg) == "");
+  CHECK(pkg->kernels[0].HasNarrowVariant());
+  CHECK(pkg->kernels[0].HasAlignedVariant());
+  CHECK(load(triton, &pkg) == "");
+  CHECK_FALSE(pkg->kernels[0].HasNarrowVariant());
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, width: 32}")) ==
+        "k.yaml:12:33: error: width must be auto (an i32 variant, run when the value fits in 32 bits, as Triton's "
+        "JIT does)\n");
+  CHECK(load(Replace(triton, "type: i64}", "type: i64, width: [auto]}")) ==
+        "k.yaml:12:33: error: width must be auto (an i32 variant, run when the value fits in 32 bits, as Triton's "
+        "JIT does)\n");
+  CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: i32, width: auto}")) ==
+        "k.yaml:12:33: error: width: auto applies only to i64 params ('n' is i32)\n");
+  CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: const i64*, width: auto}")) ==
+        "k.yaml:12:40: error: width: auto applies only to i64 params ('n' is const i64*)\n");
+  CHECK(load(Replace(kKernel, "type: i64}", "type: i64, width: auto}")) ==
+        "k.yaml:11:33: error: width: auto applies to Triton kernels only (a CUDA kernel's C++ signature fixes its "
+        "types)\n");
+}

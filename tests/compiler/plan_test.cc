@@ -1,6 +1,8 @@
 // The plan pass and the expansion it starts from, for Triton kernels with
 // `divisibility: auto` params: each specialization is planned twice, the
-// unhinted build and its aligned variant, with the hints in the request.
+// unhinted build and its aligned variant, with the hints in the request;
+// with `width: auto` params too, four times, the i32 builds with i32 in
+// the request.
 #include <catch2/catch.hpp>
 
 #include "expand.h"
@@ -57,8 +59,8 @@ TEST_CASE("divisibility: auto expands each specialization into itself and its al
     CHECK(p.specs[i].launcher == (i % 2 == 0 ? "demo_k_f16" : "demo_k_f32"));
     CHECK(p.specs[i].symbol == "k");
   }
-  CHECK(p.specs[2].fallback == 0);
-  CHECK(p.specs[3].fallback == 1);
+  CHECK(p.specs[2].base == 0);
+  CHECK(p.specs[3].base == 1);
   CHECK(p.specs[0].Describe() == "T=f16");
   CHECK(p.specs[2].Describe() == "T=f16; aligned variant");
   CHECK(p.specs[0].Stem() == "k_f16");
@@ -113,4 +115,63 @@ TEST_CASE("without divisibility: auto there is no variant") {
   CHECK_FALSE(p.specs[1].aligned);
   CHECK(p.plan.units.size() == 4);
   CHECK(kpack::CountUnits(p.plan) == "4 units");
+}
+
+TEST_CASE("width: auto adds an i32 variant of each build, with i32 in its Triton request") {
+  Planned p;
+  LoadTriton(p, "  - {name: x, type: const T*, divisibility: auto}\n"
+                "  - {name: rows, type: i64, width: auto}\n"
+                "  - {name: stride, type: i64, divisibility: auto, width: auto}\n"
+                "  - {name: big, type: i64}\n");
+  REQUIRE(p.errors == "");
+  // Two specializations, then for each its aligned, i32 and aligned i32
+  // variants.
+  REQUIRE(p.specs.size() == 8);
+  const char* stems[] = {"k_f16",          "k_f32",         "k_f16.aligned", "k_f16.i32",
+                         "k_f16.aligned.i32", "k_f32.aligned", "k_f32.i32",     "k_f32.aligned.i32"};
+  for (size_t i = 0; i < 8; ++i) {
+    INFO("spec " << i);
+    CHECK(p.specs[i].Stem() == stems[i]);
+    CHECK(p.specs[i].launcher == (p.specs[i].Stem().rfind("k_f16", 0) == 0 ? "demo_k_f16" : "demo_k_f32"));
+    CHECK(p.specs[i].base == (i < 2 ? 0 : i < 5 ? 0 : 1));
+  }
+  CHECK(p.specs[3].VariantIndex() == 2);
+  CHECK(p.specs[4].VariantIndex() == 3);
+  CHECK(p.specs[3].Describe() == "T=f16; i32 variant");
+  CHECK(p.specs[4].Describe() == "T=f16; aligned i32 variant");
+  const kpack::Kernel& k = *p.specs[0].kernel;
+  // Only width: auto params narrow, and only in the i32 variants.
+  CHECK(p.specs[0].TypeOf(k.params[1]).scalar == kpack::Scalar::kI64);
+  CHECK(p.specs[3].TypeOf(k.params[1]).scalar == kpack::Scalar::kI32);
+  CHECK(p.specs[4].TypeOf(k.params[2]).scalar == kpack::Scalar::kI32);
+  CHECK(p.specs[4].TypeOf(k.params[3]).scalar == kpack::Scalar::kI64);
+  CHECK(p.specs[2].TypeOf(k.params[2]).scalar == kpack::Scalar::kI64);
+  REQUIRE(p.plan.units.size() == 16);
+  CHECK(p.plan.units[6].name == "k_f16.i32.sm_80");
+  CHECK(p.plan.units[6].source ==
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "\"params\":[{\"name\":\"x\",\"triton_type\":\"*fp16\"},"
+        "{\"name\":\"rows\",\"triton_type\":\"i32\"},{\"name\":\"stride\",\"triton_type\":\"i32\"},"
+        "{\"name\":\"big\",\"triton_type\":\"i64\"}],"
+        "\"source\":\"k.py\",\"source_name\":\"k.py\"}");
+  CHECK(p.plan.units[8].name == "k_f16.aligned.i32.sm_80");
+  CHECK(p.plan.units[8].source ==
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "\"params\":[{\"divisibility\":16,\"name\":\"x\",\"triton_type\":\"*fp16\"},"
+        "{\"name\":\"rows\",\"triton_type\":\"i32\"},"
+        "{\"divisibility\":16,\"name\":\"stride\",\"triton_type\":\"i32\"},"
+        "{\"name\":\"big\",\"triton_type\":\"i64\"}],"
+        "\"source\":\"k.py\",\"source_name\":\"k.py\"}");
+  CHECK(kpack::CountUnits(p.plan) == "16 units (12 of aligned and i32 variants)");
+}
+
+TEST_CASE("width: auto alone gives one i32 variant per specialization") {
+  Planned p;
+  LoadTriton(p, "  - {name: x, type: const T*}\n  - {name: rows, type: i64, width: auto}\n");
+  REQUIRE(p.errors == "");
+  REQUIRE(p.specs.size() == 4);
+  CHECK((p.specs[2].narrow && !p.specs[2].aligned && p.specs[2].base == 0));
+  CHECK((p.specs[3].narrow && !p.specs[3].aligned && p.specs[3].base == 1));
+  CHECK(p.specs[3].Stem() == "k_f32.i32");
+  CHECK(kpack::CountUnits(p.plan) == "8 units (4 of i32 variants)");
 }

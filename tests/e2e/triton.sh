@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end for Triton kernels through the real kpack, Python and Triton:
 # a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU, with aligned
-# variants where params say divisibility: auto; the manifest
+# variants where params say divisibility: auto and i32 variants where they
+# say width: auto; the manifest
 # and the kernel must agree on constexprs and params; Triton's own errors
 # and a missing Python are reported against the manifest; the debug guard
 # refuses a `debug: true` Triton kernel unless allowed; no partial outputs.
@@ -93,6 +94,31 @@ fi
 build
 grep -q '8 units (4 of aligned variants): 0 compiled, 0 from cache, 8 up to date' log && pass "aligned variants are up to date" \
   || { fail "aligned variants cache"; cat log; }
+
+# 1c. width: auto: an i64 param also gets i32 builds (of the unhinted build
+# and of the aligned variant), with i32 in Triton's request; kpack's layout
+# check of each cubin proves Triton took n as 4 bytes there and 8 in the
+# others.  The launcher passes a 32-bit copy when n fits.  (A fresh work
+# directory: the i32 builds equal earlier steps' builds, whose n was i32,
+# and a cache hit writes no request file.)
+sed -i 's/{name: n, type: i32, divisibility: auto}/{name: n, type: i64, width: auto}/' m/add.yaml
+rm -rf work
+if build && grep -q '16 units (12 of aligned and i32 variants): 16 compiled, 0 from cache' log \
+   && grep -q '"name":"n","triton_type":"i32"' $u.i32.sm_80.json && grep -q '"name":"n","triton_type":"i32"' $u.aligned.i32.sm_90a.json \
+   && grep -q '"name":"n","triton_type":"i64"' $u.sm_80.json && grep -q '"name":"n","triton_type":"i64"' $u.aligned.sm_90a.json \
+   && grep -q '"divisibility":16,"name":"x"' $u.aligned.i32.sm_80.json && ! grep -q divisibility $u.i32.sm_80.json \
+   && [ -s $u.i32.sm_80.bin ] && ! cmp -s $u.i32.sm_80.bin $u.sm_80.bin \
+   && grep -q '\.incbin "work/fatbins/add_f16_b1024_w8.aligned.i32.fatbin"' out/tk.S \
+   && grep -q 'const int kpack_narrow = n >= INT32_MIN && n <= INT32_MAX;' out/tk.c \
+   && grep -q 'const int32_t kpack_i32_n = (int32_t)n;' out/tk.c \
+   && grep -q '(kpack_narrow ? (void \*)&kpack_i32_n : (void \*)&n)' out/tk.c \
+   && grep -q 'return kpack_launch((kpack_narrow ? (kpack_aligned ? &kpack_spec_4 : &kpack_spec_3) : (kpack_aligned ? &kpack_spec_2 : &kpack_spec_0)), stream' out/tk.c \
+   && grep -q '"add_f16_b1024_w4 (aligned i32 variant)"' out/tk.c \
+   && grep -q 'size_t tk_num_specializations(void) { return 2; }' out/tk.c; then
+  pass "width: auto builds, checks and embeds i32 variants with i32 in Triton's request; the launcher picks"
+else
+  fail "i32 variants"; cat log; ls work/units work/fatbins; cat out/tk.c 2>/dev/null | sed -n '/^kpack_status tk_add_f16_b1024_w4(/,/^}/p'
+fi
 write_package
 
 # 2. A manifest constexpr the kernel lacks.

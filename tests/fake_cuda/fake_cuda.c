@@ -120,6 +120,7 @@ static _Atomic(const void *) g_last_image;
 static _Thread_local int tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
 static _Thread_local fake_cuda_launch tl_last_launch;
 static _Thread_local int tl_has_launch;
+static _Thread_local void (*tl_launch_hook)(const fake_cuda_launch *launch);
 
 /* Valid stream handles. */
 static char g_streams[4];
@@ -621,6 +622,9 @@ static void record_launch(const void *f, int was_kernel, const fake_kernel *k, i
   }
   l->extra = extra;
   tl_has_launch = 1;
+  if (tl_launch_hook != NULL) {
+    tl_launch_hook(l);
+  }
 }
 
 /* Validates the launch as the driver would (context, stream, handle,
@@ -709,6 +713,7 @@ EXPORT void fake_cuda_reset(void) {
   atomic_store_explicit(&g_live_libraries, 0, memory_order_relaxed);
   tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
   tl_has_launch = 0;
+  tl_launch_hook = NULL;
 }
 
 /* Starts from the reset state, so a test that forgets to reset still sees
@@ -805,4 +810,8 @@ EXPORT const char *fake_cuda_kernel_entry(const void *handle) {
 
 EXPORT void fake_cuda_set_initialized(int initialized) {
   atomic_store_explicit(&g_initialized, initialized != 0, memory_order_relaxed);
+}
+
+EXPORT void fake_cuda_set_launch_hook(void (*hook)(const fake_cuda_launch *launch)) {
+  tl_launch_hook = hook;
 }

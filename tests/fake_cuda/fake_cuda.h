@@ -119,6 +119,11 @@ typedef struct fake_cuda_api {
   /* Marks CUDA initialized (1) or not (0) without a counted cuInit call, as
      an application's own cudaSetDevice() would have left it. */
   void (*set_initialized)(int initialized);
+  /* Calls `hook` (NULL: none) with each successful launch of the calling
+     thread, inside cuLaunchKernel, while the launch's parameter values are
+     still alive (after the call they are the caller's dead stack).  Reset
+     clears it on the calling thread. */
+  void (*set_launch_hook)(void (*hook)(const fake_cuda_launch *launch));
 } fake_cuda_api;
 
 /*
@@ -132,7 +137,8 @@ static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
       "fake_cuda_set_load_delay_us", "fake_cuda_set_mem_info", "fake_cuda_set_max_smem_optin",
       "fake_cuda_count", "fake_cuda_count_on_device", "fake_cuda_live_libraries",
       "fake_cuda_last_image", "fake_cuda_last_smem_attribute", "fake_cuda_stream",
-      "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized"};
+      "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized",
+      "fake_cuda_set_launch_hook"};
   /* The members are function pointers in declaration order, all of the size
      of void * (POSIX), so they are filled as an array; memcpy because C and
      C++ have no portable void * to function pointer conversion. */

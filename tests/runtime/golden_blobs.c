@@ -4,7 +4,7 @@
  * runtime tests run generated code (the aligned-variant choice) against the
  * fake driver.  Blob i belongs to descriptor kpack_spec_i, in the order
  * kpack's expand pass gives: scale (3), mask (2), rows f16 and f32, then
- * the aligned variants of rows f16 and f32.
+ * the variants of rows f16 and of rows f32, each aligned, i32, aligned i32.
  */
 #include "golden_blobs.h"
 
@@ -13,19 +13,25 @@
 
 static const char scale_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_gk_scale:5|";
 static const char mask_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_gk_mask:2|";
-/* The two builds of each rows specialization: the same entry (Triton's
+/* The four builds of each rows specialization: the same entry (Triton's
    function name) and 5 + 2 hidden parameters, in different images. */
 static const char rows_f16_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|";
 static const char rows_f16_aligned_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|aligned|";
+static const char rows_f16_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|i32|";
+static const char rows_f16_aligned_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|aligned i32|";
 static const char rows_f32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32|";
 static const char rows_f32_aligned_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32 aligned|";
+static const char rows_f32_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32 i32|";
+static const char rows_f32_aligned_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32 aligned i32|";
 
 #define BLOB(image) {(const unsigned char *)(image), sizeof(image)}
 
 const kpack_blob gk_kpack_blobs[GK_BLOB_COUNT] = {
     BLOB(scale_image),    BLOB(scale_image),    BLOB(scale_image),
     BLOB(mask_image),     BLOB(mask_image),     BLOB(rows_f16_image),
-    BLOB(rows_f32_image), BLOB(rows_f16_aligned_image), BLOB(rows_f32_aligned_image),
+    BLOB(rows_f32_image), BLOB(rows_f16_aligned_image), BLOB(rows_f16_i32_image),
+    BLOB(rows_f16_aligned_i32_image), BLOB(rows_f32_aligned_image), BLOB(rows_f32_i32_image),
+    BLOB(rows_f32_aligned_i32_image),
 };
 
 const void *gk_blob_data(int i) { return gk_kpack_blobs[i].data; }

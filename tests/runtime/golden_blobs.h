@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 /* One blob per descriptor of gk_launch.c. */
-#define GK_BLOB_COUNT 9
+#define GK_BLOB_COUNT 13
 
 /* The bytes and size of blob i. */
 const void *gk_blob_data(int i);

@@ -110,7 +110,7 @@ kpack_status gk_mask_nocausal_t16(kpack_stream stream, uint8_t *out, int32_t q_l
 
 /* ==== rows ==============================================================
  *
- * A Triton kernel with aligned variants.
+ * A Triton kernel with aligned and i32 variants.
  *
  * Source: tri.py (Triton entry scale_rows), built for sm_80,sm_90a.
  * Launch: grid (rows), 32 x num_warps threads, dynamic shared memory as Triton computed it.
@@ -119,6 +119,10 @@ kpack_status gk_mask_nocausal_t16(kpack_stream stream, uint8_t *out, int32_t q_l
  *   x, out and stride.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
+ * And built with these i64 params as i32 too:
+ *   stride.
+ * The launcher runs the i32 build when every one of them fits in 32 bits,
+ * as Triton's JIT does; each build is loaded on its first launch.
  */
 
 /* One built combination of rows's constexprs. */
@@ -160,8 +164,8 @@ size_t gk_num_specializations(void);
 
 /*
  * Describes specialization `index` (0 <= index < gk_num_specializations()):
- * kernel, name, archs, build mode and fatbin size (of both variants where a
- * kernel has aligned variants); all strings static.
+ * kernel, name, archs, build mode and fatbin size (of every variant where a
+ * kernel has variants); all strings static.
  * Returns KPACK_ERROR_INVALID_ARGUMENT for an index out of range or a
  * NULL `info`. Thread-safe.
  */

@@ -45,9 +45,25 @@ kpack_gk_blob_7:  /* blake3 4fbe7e4876bc8d9003d2c00c4c76495800cf329987c4fa1f01b1
   .incbin "work/fatbins/rows_f16_b1024.aligned.fatbin"
 kpack_gk_blob_7_end:
   .balign 64
-kpack_gk_blob_8:  /* blake3 310b5dd607ae6a6788144d71ece1df17f05036ac33fc63236407408db83c8476 */
-  .incbin "work/fatbins/rows_f32_b1024.aligned.fatbin"
+kpack_gk_blob_8:  /* blake3 ddc6aa7e0059451b9869981c29c3ab86ae38b900ef224506baa051b838eca50e */
+  .incbin "work/fatbins/rows_f16_b1024.i32.fatbin"
 kpack_gk_blob_8_end:
+  .balign 64
+kpack_gk_blob_9:  /* blake3 ecbd932bb06dadc3fd4bbf460a4a00c4784f819cdc50b5019af493cc2e76c075 */
+  .incbin "work/fatbins/rows_f16_b1024.aligned.i32.fatbin"
+kpack_gk_blob_9_end:
+  .balign 64
+kpack_gk_blob_10:  /* blake3 310b5dd607ae6a6788144d71ece1df17f05036ac33fc63236407408db83c8476 */
+  .incbin "work/fatbins/rows_f32_b1024.aligned.fatbin"
+kpack_gk_blob_10_end:
+  .balign 64
+kpack_gk_blob_11:  /* blake3 955f4aab3e187b6fe8ef9c5a35c3a81c0f9913b275e5c8587f884a21fcd5ed72 */
+  .incbin "work/fatbins/rows_f32_b1024.i32.fatbin"
+kpack_gk_blob_11_end:
+  .balign 64
+kpack_gk_blob_12:  /* blake3 49bf6f1487a33f03deb1de54de89540a30b4ddc86d7d155a61fc396561f6f2ac */
+  .incbin "work/fatbins/rows_f32_b1024.aligned.i32.fatbin"
+kpack_gk_blob_12_end:
 
   .section .data.rel.ro.kpack_gk,"aw",%progbits
   .balign 8
@@ -63,5 +79,9 @@ gk_kpack_blobs:
   .quad kpack_gk_blob_6, kpack_gk_blob_6_end - kpack_gk_blob_6
   .quad kpack_gk_blob_7, kpack_gk_blob_7_end - kpack_gk_blob_7
   .quad kpack_gk_blob_8, kpack_gk_blob_8_end - kpack_gk_blob_8
+  .quad kpack_gk_blob_9, kpack_gk_blob_9_end - kpack_gk_blob_9
+  .quad kpack_gk_blob_10, kpack_gk_blob_10_end - kpack_gk_blob_10
+  .quad kpack_gk_blob_11, kpack_gk_blob_11_end - kpack_gk_blob_11
+  .quad kpack_gk_blob_12, kpack_gk_blob_12_end - kpack_gk_blob_12
 
   .section .note.GNU-stack,"",%progbits

@@ -121,10 +121,38 @@ static const kpack_kernel kpack_spec_7 = {
 
 static kpack_kernel_state kpack_state_8;
 static const kpack_kernel kpack_spec_8 = {
-    1, "golden", "rows", "rows_f32_b1024 (aligned variant)",
+    1, "golden", "rows", "rows_f16_b1024 (i32 variant)",
     "scale_rows", &gk_kpack_blobs[8],
     kpack_archs_3, 2, NULL, 0,
     "sm_80,sm_90a", "", "release", &kpack_state_8};
+
+static kpack_kernel_state kpack_state_9;
+static const kpack_kernel kpack_spec_9 = {
+    1, "golden", "rows", "rows_f16_b1024 (aligned i32 variant)",
+    "scale_rows", &gk_kpack_blobs[9],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_9};
+
+static kpack_kernel_state kpack_state_10;
+static const kpack_kernel kpack_spec_10 = {
+    1, "golden", "rows", "rows_f32_b1024 (aligned variant)",
+    "scale_rows", &gk_kpack_blobs[10],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_10};
+
+static kpack_kernel_state kpack_state_11;
+static const kpack_kernel kpack_spec_11 = {
+    1, "golden", "rows", "rows_f32_b1024 (i32 variant)",
+    "scale_rows", &gk_kpack_blobs[11],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_11};
+
+static kpack_kernel_state kpack_state_12;
+static const kpack_kernel kpack_spec_12 = {
+    1, "golden", "rows", "rows_f32_b1024 (aligned i32 variant)",
+    "scale_rows", &gk_kpack_blobs[12],
+    kpack_archs_3, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_12};
 
 const gk_scale_config gk_scale_configs[GK_SCALE_NUM_CONFIGS] = {
     {KPACK_DTYPE_F32, 128},
@@ -273,14 +301,17 @@ kpack_status gk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f1
     return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "%s: bias must be 16-byte aligned (divisibility: 16 in the manifest)", "rows_f16_b1024");
   /* The aligned variant when every divisibility: auto param (x, out and stride) is a multiple of 16. */
   const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)stride) & 15) == 0;
+  /* The i32 variant when every width: auto param (stride) fits in 32 bits. */
+  const int kpack_narrow = stride >= INT32_MIN && stride <= INT32_MAX;
+  const int32_t kpack_i32_stride = (int32_t)stride;
   int kpack_bad = 0;
   const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
   const int64_t kpack_block[3] = {128, 1, 1};
   const int64_t kpack_smem = 0;
-  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (void *)&stride, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (kpack_narrow ? (void *)&kpack_i32_stride : (void *)&stride), (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
   kpack_status kpack_st = kpack_check_geometry_("rows_f16_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
   if (kpack_st != KPACK_SUCCESS) return kpack_st;
-  return kpack_launch((kpack_aligned ? &kpack_spec_7 : &kpack_spec_5), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+  return kpack_launch((kpack_narrow ? (kpack_aligned ? &kpack_spec_9 : &kpack_spec_8) : (kpack_aligned ? &kpack_spec_7 : &kpack_spec_5)), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
                       (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
                       (uint32_t)kpack_smem, kpack_args);
 }
@@ -291,14 +322,17 @@ kpack_status gk_rows_f32_b1024(kpack_stream stream, const float *x, float *out, 
     return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "%s: bias must be 16-byte aligned (divisibility: 16 in the manifest)", "rows_f32_b1024");
   /* The aligned variant when every divisibility: auto param (x, out and stride) is a multiple of 16. */
   const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)stride) & 15) == 0;
+  /* The i32 variant when every width: auto param (stride) fits in 32 bits. */
+  const int kpack_narrow = stride >= INT32_MIN && stride <= INT32_MAX;
+  const int32_t kpack_i32_stride = (int32_t)stride;
   int kpack_bad = 0;
   const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
   const int64_t kpack_block[3] = {128, 1, 1};
-  const int64_t kpack_smem = (kpack_aligned ? 2048 : 512);
-  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (void *)&stride, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  const int64_t kpack_smem = (kpack_narrow ? (kpack_aligned ? 1024 : 512) : (kpack_aligned ? 2048 : 512));
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (kpack_narrow ? (void *)&kpack_i32_stride : (void *)&stride), (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
   kpack_status kpack_st = kpack_check_geometry_("rows_f32_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
   if (kpack_st != KPACK_SUCCESS) return kpack_st;
-  return kpack_launch((kpack_aligned ? &kpack_spec_8 : &kpack_spec_6), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+  return kpack_launch((kpack_narrow ? (kpack_aligned ? &kpack_spec_12 : &kpack_spec_11) : (kpack_aligned ? &kpack_spec_10 : &kpack_spec_6)), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
                       (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
                       (uint32_t)kpack_smem, kpack_args);
 }
@@ -342,15 +376,15 @@ static const kpack_kernel *const kpack_all_[7] = {
     &kpack_spec_6,
 };
 
-/* The aligned variant of each, NULL where none. */
-static const kpack_kernel *const kpack_aligned_[7] = {
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-    &kpack_spec_7,
-    &kpack_spec_8,
+/* The variants of each (aligned, i32, aligned i32), NULL where not built. */
+static const kpack_kernel *const kpack_variants_[7][3] = {
+    {NULL, NULL, NULL},
+    {NULL, NULL, NULL},
+    {NULL, NULL, NULL},
+    {NULL, NULL, NULL},
+    {NULL, NULL, NULL},
+    {&kpack_spec_7, &kpack_spec_8, &kpack_spec_9},
+    {&kpack_spec_10, &kpack_spec_11, &kpack_spec_12},
 };
 
 size_t gk_num_specializations(void) { return 7; }
@@ -359,8 +393,8 @@ kpack_status gk_specialization_info(size_t index, kpack_spec_info *info) {
   if (index >= 7)
     return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "gk_specialization_info: index %zu >= 7", index);
   kpack_status kpack_st = kpack_describe(kpack_all_[index], info);
-  if (kpack_st == KPACK_SUCCESS && kpack_aligned_[index] != NULL)
-    info->fatbin_size += kpack_aligned_[index]->fatbin->size;
+  for (int v = 0; kpack_st == KPACK_SUCCESS && v < 3; ++v)
+    if (kpack_variants_[index][v] != NULL) info->fatbin_size += kpack_variants_[index][v]->fatbin->size;
   return kpack_st;
 }
 
