@@ -52,6 +52,13 @@ that are multiples of 16, and odd ones like 50257 or misaligned pointers),
 and the first launch of each variant must load exactly one more library
 (kpack_get_load_counts): the variants are separate and loaded lazily.
 
+i32 variants (`width: auto`): the launcher runs the i32 build when every
+width: auto value fits in 32 bits, as the JIT passes such values, else the
+i64 build; the case line says "i32" or "i64".  Kernels whose cases can
+reach the i64 build cheaply (a huge ignore_index, a row stride past 2^31
+elements) must run both; for the others (n or num_boxes past 2^31 would
+need tens of GiB and minutes of CPU reference) a note says so.
+
 Output: one PASS/FAIL line per specialization and size, then
 "N passed, M failed".  Exit 0 when all pass, 1 on any failure, 77 (Meson's
 "skipped") without torch, triton, pyyaml or a CUDA device.
@@ -91,6 +98,10 @@ SCALARS = {
     "bool": (1, ctypes.c_bool, "i1"),
 }
 TRITON_OPTIONS = ("num_warps", "num_stages")
+# Triton entries whose only width: auto value is an element count: reaching
+# their i64 build takes more than 2^31 elements per buffer (tens of GiB and
+# minutes of reference), so their cases stay in i32 and a note says so.
+WIDE_CASES_TOO_COSTLY = ("vector_add", "giou_loss_fwd")
 
 
 class ParityError(Exception):
@@ -115,9 +126,11 @@ class Constexpr:
 
 
 class Param:
-    def __init__(self, name, type_text, divisibility):
+    def __init__(self, name, type_text, divisibility, width=None):
         self.name = name
         self.type_text = type_text
+        # `width: auto`: an i32 build too, run when the value fits (kpack's Specialization::TypeOf).
+        self.width_auto = width == "auto"
         # 16 for `divisibility: 16` and `auto`; auto: hinted only in the aligned variant.
         self.auto = divisibility == "auto"
         self.divisibility = 16 if divisibility in (16, "auto") else 0
@@ -147,7 +160,8 @@ class Kernel:
                 tag = "" if kind == "dtype" else c["name"].lower()
             values = [self.normalize(kind, v) for v in c["values"]]
             self.constexprs.append(Constexpr(c["name"], kind, values, str(tag)))
-        self.params = [Param(p["name"], str(p["type"]), p.get("divisibility", 0)) for p in doc.get("params") or []]
+        self.params = [Param(p["name"], str(p["type"]), p.get("divisibility", 0), p.get("width"))
+                       for p in doc.get("params") or []]
         self.exclusions = []
         for ex in doc.get("exclude") or []:
             match = {}
@@ -252,13 +266,26 @@ class Spec:
             out[c.name] = bool(self.values[c.name]) if c.kind == "bool" else int(self.values[c.name])
         return out
 
-    def triton_type(self, param):
-        scalar = self.dtype_of(param.base)
+    def triton_type(self, param, narrow=False):
+        """The param's Triton type in the build; `narrow`: the i32 variant's."""
+        scalar = "i32" if narrow and param.width_auto else self.dtype_of(param.base)
         return ("*" if param.is_pointer else "") + SCALARS[scalar][2]
 
     @property
     def has_variant(self):
+        """Whether the specialization has an aligned variant (divisibility: auto)."""
         return any(p.auto for p in self.kernel.params)
+
+    @property
+    def has_narrow(self):
+        """Whether it has i32 variants (width: auto)."""
+        return any(p.width_auto for p in self.kernel.params)
+
+    @property
+    def builds(self):
+        """Every build as (aligned, narrow): kpack's Specialization and its variants."""
+        return [(a, n) for a in ((False, True) if self.has_variant else (False,))
+                for n in ((False, True) if self.has_narrow else (False,))]
 
     def hinted(self, param, aligned):
         """Whether the build of this variant hints `param` (kpack's Specialization::Divisibility)."""
@@ -472,10 +499,11 @@ def jit_function(kernel):
 _aot_cache = {}
 
 
-def aot_compile(spec, arch, aligned=False):
-    """The specialization (its aligned variant if `aligned`) compiled exactly as
+def aot_compile(spec, arch, build=(False, False)):
+    """The specialization's build `build` = (aligned, narrow) compiled exactly as
     compiler/triton_helper.py does for kpack."""
-    key = (spec.name, arch, aligned)
+    aligned, narrow = build
+    key = (spec.name, arch, aligned, narrow)
     if key not in _aot_cache:
         import triton
         from triton.backends.compiler import GPUTarget
@@ -488,7 +516,7 @@ def aot_compile(spec, arch, aligned=False):
             param = spec.kernel.param(p.name)
             if param is None:
                 raise ParityError("%s: kernel parameter '%s' is not in the manifest" % (spec.name, p.name))
-            signature[p.name] = spec.triton_type(param)
+            signature[p.name] = spec.triton_type(param, narrow)
             if spec.hinted(param, aligned):
                 attrs[(index,)] = [["tt.divisibility", 16]]
         target = GPUTarget("cuda", arch, 32)
@@ -521,7 +549,7 @@ def sass_text(compiled):
     return elf_section(compiled.asm["cubin"], ".text." + compiled.name)
 
 
-def describe_specialization(jit_kernel, spec, aligned):
+def describe_specialization(jit_kernel, spec, build):
     """How the JIT's specialization differs from the AOT build's, per runtime param."""
     try:
         src = jit_kernel.src
@@ -531,7 +559,7 @@ def describe_specialization(jit_kernel, spec, aligned):
             param = spec.kernel.param(name)
             if param is None:
                 continue
-            aot = spec.triton_type(param) + ("/div16" if spec.hinted(param, aligned) else "")
+            aot = spec.triton_type(param, build[1]) + ("/div16" if spec.hinted(param, build[0]) else "")
             if (index,) in src.constants and src.signature[name] == "constexpr":
                 jit = "constexpr=%r" % (src.constants[(index,)],)
             else:
@@ -779,19 +807,42 @@ class Kinds:
                                                              ", out off 16-byte alignment" if out_off else "")
             cases.append(Case(label, {"rows": rows, "cols": cols, "in_row_stride": sin, "out_row_stride": sout},
                               {"inp": inp}, {"out": (nout, T, out_off)}, check))
+        cases.append(self.softmax_wide(spec))
         e = t.zeros(1000, dtype=T, device=DEVICE)
         cases.append(Case("rows=0", {"rows": 0, "cols": 1000, "in_row_stride": 1000, "out_row_stride": 1000},
                           {"inp": e}, {"out": (1000, T, 0)}, None, zero=True))
         return cases
 
+    def softmax_wide(self, spec):
+        """Two rows 2^31 + 16 elements apart: the stride does not fit in 32
+        bits, so the launcher runs the i64 build (and the JIT an i64
+        stride).  Only the rows are filled; the gap stays unwritten."""
+        t, T = self.torch, self.tdtype(spec.dtype)
+        rows, cols, sin = 2, 1000, (1 << 31) + 16
+        inp = t.empty((rows - 1) * sin + cols, dtype=T, device=DEVICE)
+        x = self.uniform((rows, cols), -8, 8).to(T)
+        inp[:cols] = x[0]
+        inp[sin:sin + cols] = x[1]
+
+        def check(outs):
+            want = t.softmax(x.double(), dim=1)
+            return close_report(t, "out", outs["out"].view(rows, cols), want, rtol_of(spec.dtype),
+                                2.0 ** -24 if spec.dtype == "f16" else 0.0,
+                                lambda i: "[%d, %d]" % (i // cols, i % cols))
+        return Case("rows=2 cols=1000 strides=(2^31+16,1000), 64-bit stride",
+                    {"rows": rows, "cols": cols, "in_row_stride": sin, "out_row_stride": cols},
+                    {"inp": inp}, {"out": (rows * cols, T, 0)}, check)
+
     # cross_entropy_fwd(logits, targets, loss, rows, vocab, row_stride, ignore_index)
     def cross_entropy_fwd(self, spec):
         t, T = self.torch, self.tdtype(spec.dtype)
-        ignore_index = -100
         cases = []
         # Aligned vocab and stride (32000, 4096 + 16) and odd ones (50257, 128256 + 5).
-        for rows, vocab, pad in ((1, 1, 0), (7, 1000, 3), (9, 128256, 5), (40, 32000, 0), (6, 50257, 0),
-                                 (8, 4096, 16)):
+        # An ignore_index below -2^31 makes the launcher run the i64 build
+        # (width: auto), with aligned and odd strides.
+        for rows, vocab, pad, ignore_index in (
+                (1, 1, 0, -100), (7, 1000, 3, -100), (9, 128256, 5, -100), (40, 32000, 0, -100),
+                (6, 50257, 0, -100), (8, 4096, 16, -100), (12, 32000, 0, -(1 << 40)), (5, 50257, 0, -(1 << 40))):
             stride = vocab + pad
             n = (rows - 1) * stride + vocab
             logits = self.uniform(n, -8, 8).to(T)
@@ -800,20 +851,21 @@ class Kinds:
             ignored[0] = False
             tg = t.where(ignored, t.full_like(tg, ignore_index), tg)
 
-            def check(outs, logits=logits, tg=tg, rows=rows, vocab=vocab, stride=stride):
+            def check(outs, logits=logits, tg=tg, rows=rows, vocab=vocab, stride=stride, ignore_index=ignore_index):
                 xs = logits.as_strided((rows, vocab), (stride, 1)).double()
                 lse = t.logsumexp(xs, dim=1)
                 xt = xs.gather(1, tg.clamp(0, vocab - 1)[:, None])[:, 0]
                 want = t.where(tg == ignore_index, t.zeros_like(lse), lse - xt)
                 # The loss is f32 for every T, from exact inputs (gpu_test.cc).
                 return close_report(t, "loss", outs["loss"], want, 1e-5, 1e-5)
-            label = "rows=%d vocab=%d stride=%d" % (rows, vocab, stride)
+            label = "rows=%d vocab=%d stride=%d%s" % (rows, vocab, stride, "" if ignore_index == -100 else
+                                                      " ignore_index=%d" % ignore_index)
             cases.append(Case(label, {"rows": rows, "vocab": vocab, "row_stride": stride,
                                       "ignore_index": ignore_index},
                               {"logits": logits, "targets": tg}, {"loss": (rows, t.float32, 0)}, check))
         e = t.zeros(64, dtype=T, device=DEVICE)
         z = t.zeros(4, dtype=t.int64, device=DEVICE)
-        cases.append(Case("rows=0", {"rows": 0, "vocab": 64, "row_stride": 64, "ignore_index": ignore_index},
+        cases.append(Case("rows=0", {"rows": 0, "vocab": 64, "row_stride": 64, "ignore_index": -100},
                           {"logits": e, "targets": z}, {"loss": (16, t.float32, 0)}, None, zero=True))
         return cases
 
@@ -825,9 +877,10 @@ class Runner:
         self.args, self.package, self.lib, self.torch = args, package, lib, torch
         self.passed = self.failed = 0
         self.sass_differs = []
+        self.wide_unreached = []  # specs whose i64 build no case reaches (WIDE_CASES_TOO_COSTLY)
         self.cc = None
-        self.loaded = set()      # (spec name, aligned) launched through kpack so far
-        self.variants = {}       # spec name -> set of variants its cases ran
+        self.loaded = set()      # (spec name, build) launched through kpack so far
+        self.variants = {}       # spec name -> set of builds (aligned, narrow) its cases ran
         self.load_counts = lib.lib.kpack_get_load_counts
         self.load_counts.restype = None
         self.load_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64)]
@@ -838,24 +891,28 @@ class Runner:
         return n.value
 
     def variant_of(self, spec, case, outs):
-        """True when the launcher will run the aligned variant (the JIT's test)."""
-        if not spec.has_variant:
-            return False
+        """The build (aligned, narrow) the launcher will run: the JIT's tests."""
+        aligned = spec.has_variant
+        narrow = spec.has_narrow
         for p in spec.kernel.params:
-            if not p.auto:
-                continue
             if p.is_pointer:
                 tensor = case.inputs[p.name] if p.name in case.inputs else outs[p.name][1]
                 value = tensor.data_ptr()
             else:
                 value = case.scalars[p.name]
-            if value % 16 != 0:
-                return False
-        return True
+            if p.auto and value % 16 != 0:
+                aligned = False
+            if p.width_auto and not -(1 << 31) <= value < (1 << 31):
+                narrow = False
+        return (aligned, narrow)
 
-    def case_name(self, spec, case, aligned):
-        variant = (" [aligned variant]" if aligned else " [unhinted]") if spec.has_variant else ""
-        return "%s %s%s" % (spec.name, case.label, variant)
+    def case_name(self, spec, case, build):
+        words = []
+        if spec.has_variant:
+            words.append("aligned" if build[0] else "unhinted")
+        if spec.has_narrow:
+            words.append("i32" if build[1] else "i64")
+        return "%s %s%s" % (spec.name, case.label, " [%s]" % " ".join(words) if words else "")
 
     def report(self, ok, name, message):
         if ok:
@@ -986,9 +1043,9 @@ class Runner:
     def run_case(self, spec, fn, case):
         grid = grid_of(spec, case.scalars)
         out_k = self.alloc_outputs(case)
-        aligned = self.variant_of(spec, case, out_k)
-        name = self.case_name(spec, case, aligned)
-        self.variants.setdefault(spec.name, set()).add(aligned)
+        build = self.variant_of(spec, case, out_k)
+        name = self.case_name(spec, case, build)
+        self.variants.setdefault(spec.name, set()).add(build)
         self.sync("before %s" % spec.launcher)
         before = self.libraries_loaded()
         err = self.launch_kpack(spec, fn, case, out_k)
@@ -996,8 +1053,8 @@ class Runner:
             self.report(False, name, err)
             return
         # Lazy and separate: the first launch of a variant loads one library, later ones none.
-        first = (spec.name, aligned) not in self.loaded
-        self.loaded.add((spec.name, aligned))
+        first = (spec.name, build) not in self.loaded
+        self.loaded.add((spec.name, build))
         loaded = self.libraries_loaded() - before
         if loaded != (1 if first else 0):
             self.report(False, name, "the launch loaded %d libraries; the %s launch of this variant should "
@@ -1021,7 +1078,7 @@ class Runner:
             return
 
         # The bits differ: find out whether the JIT compiled different code.
-        verdict = self.diagnose(spec, case, grid, out_k, jit_kernel, aligned)
+        verdict = self.diagnose(spec, case, grid, out_k, jit_kernel, build)
         j_errors, _ = self.check_result(case, out_j, "Triton JIT")
         message = "bits differ from the Triton JIT (%s); %s" % (self.fmt_diffs(case, diffs), verdict["text"])
         if verdict["sass_differs"] and not errors and not j_errors:
@@ -1031,15 +1088,15 @@ class Runner:
         else:
             self.report(False, name, "; ".join([message] + errors + j_errors))
 
-    def diagnose(self, spec, case, grid, out_k, jit_kernel, aligned):
+    def diagnose(self, spec, case, grid, out_k, jit_kernel, build):
         try:
             if self.cc is None:
                 major, minor = self.torch.cuda.get_device_capability()
                 self.cc = major * 10 + minor
-            compiled = aot_compile(spec, self.cc, aligned)
+            compiled = aot_compile(spec, self.cc, build)
             aot_text = sass_text(compiled)
             jit_text = sass_text(jit_kernel)
-            specialization = describe_specialization(jit_kernel, spec, aligned)
+            specialization = describe_specialization(jit_kernel, spec, build)
             if aot_text not in self.lib.file_bytes:
                 return {"sass_differs": False,
                         "text": "cannot attribute it: compiling %s as kpack did does not reproduce the SASS in %s "
@@ -1095,9 +1152,17 @@ class Runner:
                 self.report(False, "%s %s" % (spec.name, case.label),
                             "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc().rstrip()))
         seen = self.variants.get(spec.name, set())
-        if spec.has_variant and seen != {True, False}:
+        aligned_seen = {a for a, _ in seen}
+        narrow_seen = {n for _, n in seen}
+        if spec.has_variant and aligned_seen != {True, False}:
             self.report(False, spec.name, "the cases ran only the %s build; add cases for the other variant"
-                        % ("aligned" if True in seen else "unhinted"))
+                        % ("aligned" if True in aligned_seen else "unhinted"))
+        if spec.has_narrow and narrow_seen != {True, False}:
+            if spec.kernel.entry in WIDE_CASES_TOO_COSTLY and narrow_seen == {True}:
+                self.wide_unreached.append(spec.name)
+            else:
+                self.report(False, spec.name, "the cases ran only the %s build; add cases for the other width"
+                            % ("i32" if True in narrow_seen else "i64"))
 
 
 def list_mode(args, package, lib, specs, failures):
@@ -1132,10 +1197,11 @@ def check_aot(spec, info, lib):
     problems = []
     for arch in info["archs"].split(","):
         m = re.match(r"sm_(\d+)", arch)
-        for aligned in ((False, True) if spec.has_variant else (False,)):
-            what = arch + (" (aligned variant)" if aligned else "")
+        for build in spec.builds:
+            words = (["aligned"] if build[0] else []) + (["i32"] if build[1] else [])
+            what = arch + (" (%s variant)" % " ".join(words) if words else "")
             try:
-                text = sass_text(aot_compile(spec, int(m.group(1)), aligned))
+                text = sass_text(aot_compile(spec, int(m.group(1)), build))
                 if text not in lib.file_bytes:
                     problems.append("%s: the SASS of kpack's compile request is not in %s" % (what, lib.path))
             except Exception as e:
@@ -1228,6 +1294,9 @@ def main(argv):
               % (len(runner.sass_differs), " (failed: --strict-bits)" if args.strict_bits else
                  " (counted as passed: kpack matched Triton's launch of the library's SASS)",
                  ", ".join(runner.sass_differs)))
+    if runner.wide_unreached:
+        print("note: %d specialization(s) whose i64 build no case reaches (it needs more than 2^31 elements "
+              "per buffer): %s" % (len(runner.wide_unreached), ", ".join(runner.wide_unreached)))
     print("time %.1f s" % (time.time() - start))
     print("%d passed, %d failed" % (runner.passed, runner.failed))
     sys.stdout.flush()
