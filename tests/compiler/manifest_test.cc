@@ -311,19 +311,39 @@ TEST_CASE("Triton kernels: Triton decides block and shared memory; .py sources; 
   CHECK(errors(Replace(kKernel, "  block: [BLOCK]\n", "")) == "k.yaml:13:3: error: launch is missing required key 'block'\n");
 }
 
-TEST_CASE("divisibility: auto marks params for the aligned variant; bad values are errors") {
-  ScratchDir dir;
-  dir.Write("package.yaml", kPackage);
-  dir.Write("va.py", "");
-  auto load = [&](const std::string& kernel, std::optional<kpack::Package>* pkg = nullptr) {
-    dir.Write("k.yaml", kernel);
+namespace {
+
+// A package of one kernel manifest, `k.yaml`, reloaded per text.
+class KernelLoader {
+ public:
+  KernelLoader() {
+    dir_.Write("package.yaml", kPackage);
+    dir_.Write("va.py", "");
+    dir_.Write("va.cuh", "");
+  }
+  // The diagnostics of loading `kernel`; the package in *pkg if given.
+  std::string operator()(const std::string& kernel, std::optional<kpack::Package>* pkg = nullptr) {
+    dir_.Write("k.yaml", kernel);
     kpack::Diagnostics diag;
     auto loaded = kpack::LoadPackage("package.yaml", {}, diag);
     if (pkg) *pkg = std::move(loaded);
     return diag.Text();
-  };
-  std::string triton = Replace(Replace(kKernel, "source: va.cuh", "language: triton\nsource: va.py"),
-                               "  block: [BLOCK]\n", "");
+  }
+
+ private:
+  ScratchDir dir_;
+};
+
+// kKernel as a Triton kernel (a function: Replace checks with Catch).
+std::string TritonKernel() {
+  return Replace(Replace(kKernel, "source: va.cuh", "language: triton\nsource: va.py"), "  block: [BLOCK]\n", "");
+}
+
+}  // namespace
+
+TEST_CASE("divisibility: auto marks params for the aligned variant; bad values are errors") {
+  KernelLoader load;
+  const std::string triton = TritonKernel();
   std::optional<kpack::Package> pkg;
   CHECK(load(Replace(Replace(triton, "type: i64}", "type: i64, divisibility: auto}"), "{name: x, type: const T*}",
                      "{name: x, type: const T*, divisibility: auto}"),
@@ -352,19 +372,8 @@ TEST_CASE("divisibility: auto marks params for the aligned variant; bad values a
 }
 
 TEST_CASE("width: auto marks i64 params of Triton kernels for the i32 variant; misuse is an error") {
-  ScratchDir dir;
-  dir.Write("package.yaml", kPackage);
-  dir.Write("va.py", "");
-  dir.Write("va.cuh", "");
-  auto load = [&](const std::string& kernel, std::optional<kpack::Package>* pkg = nullptr) {
-    dir.Write("k.yaml", kernel);
-    kpack::Diagnostics diag;
-    auto loaded = kpack::LoadPackage("package.yaml", {}, diag);
-    if (pkg) *pkg = std::move(loaded);
-    return diag.Text();
-  };
-  std::string triton = Replace(Replace(kKernel, "source: va.cuh", "language: triton\nsource: va.py"),
-                               "  block: [BLOCK]\n", "");
+  KernelLoader load;
+  const std::string triton = TritonKernel();
   std::optional<kpack::Package> pkg;
   CHECK(load(Replace(triton, "type: i64}", "type: i64, width: auto}"), &pkg) == "");
   REQUIRE(pkg);
