@@ -8,10 +8,12 @@
  * are the ABI-stable ones every CUDA 12+ driver exports.
  *
  * The first launch in a process pays for finding the driver, so that is
- * kept to what it needs: the dlopen (of a library that is already loaded
- * wherever a context exists), one dlsym per entry point of kpack_driver,
- * and cuInit only when no context is current.  The entry points of
- * kpack_lazy_entry are looked up on first use.
+ * kept to what it needs: a dlopen that only finds the library where it is
+ * already loaded (wherever a context exists; RTLD_NOLOAD, falling back to
+ * a real load), one dlsym per entry point of kpack_driver, and cuInit only
+ * when no context is current.  The device that the cuCtxGetDevice probe
+ * finds is handed back to the launch, which would otherwise ask again.  The
+ * entry points of kpack_lazy_entry are looked up on first use.
  */
 #include "driver.h"
 
@@ -168,13 +170,15 @@ static kpack_status resolve_entry_points(kpack_driver *t, void *handle, const ch
  * case (CUDA_ERROR_NOT_INITIALIZED, no current context, or a context that is
  * not usable) cuInit(0) is called as before any first use of CUDA, so its
  * failure is still KPACK_ERROR_NO_DEVICE, and the thread's missing context
- * is reported by the launch itself (KPACK_ERROR_NO_CONTEXT).
+ * is reported by the launch itself (KPACK_ERROR_NO_CONTEXT).  *device is
+ * the probe's answer when it found a context, -1 otherwise.
  */
-static kpack_status ensure_initialized(const kpack_driver *t, const char *path) {
-  CUdevice device = 0;
-  if (t->ctx_get_device(&device) == CUDA_SUCCESS) {
+static kpack_status ensure_initialized(const kpack_driver *t, const char *path,
+                                       CUdevice *device) {
+  if (t->ctx_get_device(device) == CUDA_SUCCESS) {
     return KPACK_SUCCESS;
   }
+  *device = -1;
   /* cuInit is looked up only here: no current context is rare. */
   void *sym = dlsym(t->handle, "cuInit");
   if (sym == NULL) {
@@ -200,11 +204,25 @@ static void clear_lazy(void) {
 
 /*
  * dlopens the driver, resolves it into *t and makes sure CUDA is
- * initialized.  On failure closes whatever it opened and leaves *t untouched.
+ * initialized; *device as ensure_initialized() sets it.  On failure closes
+ * whatever it opened and leaves *t untouched.
+ *
+ * In a process with a CUDA context libcuda.so.1 is already loaded (by the
+ * CUDA runtime or the application), and RTLD_NOLOAD only finds it and
+ * takes a reference.  RTLD_LAZY with it, because RTLD_NOW on a library that
+ * was loaded lazily makes the loader bind all of its pending relocations
+ * then and there.  The plain dlopen cost 6.5 us of a first launch on an
+ * H100 (bench/RESULTS.md); bench/launch/cold_lookup.cu times the two.  A
+ * library that is not loaded (no context yet, or the tests' fake drivers)
+ * is loaded as before, with RTLD_NOW, so that a broken installation fails
+ * here rather than inside a later call.
  */
-static kpack_status open_driver(kpack_driver *t) {
+static kpack_status open_driver(kpack_driver *t, CUdevice *device) {
   const char *path = driver_path();
-  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (handle == NULL) {
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  }
   if (handle == NULL) {
     const char *why = dlerror();
     return kpack_rt_fail(KPACK_ERROR_DRIVER_NOT_FOUND, 0,
@@ -217,7 +235,7 @@ static kpack_status open_driver(kpack_driver *t) {
   local.handle = handle;
   kpack_status status = resolve_entry_points(&local, handle, path);
   if (status == KPACK_SUCCESS) {
-    status = ensure_initialized(&local, path);
+    status = ensure_initialized(&local, path, device);
   }
   if (status != KPACK_SUCCESS) {
     /* Naming cuInit's error may have filled a lazy slot from `handle`. */
@@ -231,13 +249,14 @@ static kpack_status open_driver(kpack_driver *t) {
 }
 
 /* See driver.h. */
-kpack_status kpack_rt_driver_load(const kpack_driver **out) {
+kpack_status kpack_rt_driver_load(const kpack_driver **out, CUdevice *device) {
   kpack_status status = KPACK_SUCCESS;
+  *device = -1;
   pthread_mutex_lock(&g_driver_lock);
   /* Relaxed is enough under the lock: the table only changes under it. */
   const kpack_driver *d = atomic_load_explicit(&kpack_rt_driver_table, memory_order_relaxed);
   if (d == NULL) {
-    status = open_driver(&g_table);
+    status = open_driver(&g_table, device);
     if (status == KPACK_SUCCESS) {
       d = &g_table;
       /* Release: a thread that sees the pointer sees every member. */

@@ -92,7 +92,8 @@ static inline const kpack_driver *kpack_rt_driver(void) {
 }
 
 /*
- * Loads the driver if it is not loaded: dlopen, dlsym of the members of
+ * Loads the driver if it is not loaded: dlopen (RTLD_NOLOAD first: the
+ * library is normally loaded already), dlsym of the members of
  * kpack_driver, then cuCtxGetDevice: if it succeeds a context is current, so
  * CUDA is initialized and cuInit is not called; otherwise cuInit is
  * resolved and cuInit(0) called, as before any use of CUDA.  Serialized by a
@@ -101,8 +102,13 @@ static inline const kpack_driver *kpack_rt_driver(void) {
  * returns KPACK_ERROR_DRIVER_NOT_FOUND, KPACK_ERROR_DRIVER_TOO_OLD (naming
  * the missing symbol) or KPACK_ERROR_NO_DEVICE (cuInit failed) with the
  * detail set.
+ *
+ * *device is the device of the context current on the calling thread when
+ * this call loaded the driver and its cuCtxGetDevice found one, so that the
+ * first launch need not ask again; -1 otherwise (another call had loaded
+ * the driver, no context was current, or the load failed).
  */
-kpack_status kpack_rt_driver_load(const kpack_driver **out);
+kpack_status kpack_rt_driver_load(const kpack_driver **out, CUdevice *device);
 
 /*
  * Forgets the driver: unpublishes the table, forgets the lazily resolved

@@ -6,8 +6,9 @@
  * Life of a specialization
  * ------------------------
  *  1. First launch anywhere in the process: load the driver (driver.c;
- *     only the entry points a first launch calls, and no cuInit when a
- *     context is current), then check that the fatbin has code for the
+ *     only the entry points a first launch calls, no cuInit when a context
+ *     is current, and the device its probe found is the launch's), then
+ *     check that the fatbin has code for the
  *     device's compute capability (so a device without is refused before
  *     anything is loaded), then under g_load_lock load the fatbin with
  *     cuLibraryLoadData and look up its CUkernel.  The handle is published
@@ -513,6 +514,19 @@ static kpack_status check_launch_args(const kpack_kernel *k, uint32_t grid_x, ui
 }
 
 /*
+ * Fails with KPACK_ERROR_INTERNAL if `dev` is beyond the devices whose state
+ * kpack keeps.
+ */
+static kpack_status check_device_ordinal(const kpack_kernel *k, CUdevice dev) {
+  if (dev < 0 || dev >= KPACK_MAX_DEVICES) {
+    return kpack_rt_fail(KPACK_ERROR_INTERNAL, 0,
+                         "%s: device %d is beyond the %d devices kpack tracks (KPACK_MAX_DEVICES)",
+                         name_of(k), (int)dev, KPACK_MAX_DEVICES);
+  }
+  return KPACK_SUCCESS;
+}
+
+/*
  * Reads the current context's device into *dev.  No current context is the
  * common mistake of launching from a thread that never called
  * cudaSetDevice(), so its message says what to do.
@@ -528,18 +542,32 @@ static kpack_status current_device(const kpack_driver *d, const kpack_kernel *k,
   if (r != CUDA_SUCCESS) {
     return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuCtxGetDevice", name_of(k));
   }
-  if (*dev < 0 || *dev >= KPACK_MAX_DEVICES) {
-    return kpack_rt_fail(KPACK_ERROR_INTERNAL, 0,
-                         "%s: device %d is beyond the %d devices kpack tracks (KPACK_MAX_DEVICES)",
-                         name_of(k), (int)*dev, KPACK_MAX_DEVICES);
+  return check_device_ordinal(k, *dev);
+}
+
+/*
+ * Cold path: loads the driver (unless a racing thread just has) into *d and
+ * reads the current device into *dev.  When this call loaded the driver,
+ * the load's own cuCtxGetDevice (driver.c) already found the device, so it
+ * is not asked again.
+ */
+static kpack_status load_driver(const kpack_kernel *k, const kpack_driver **d, CUdevice *dev) {
+  CUdevice probed = -1;
+  kpack_status s = kpack_rt_driver_load(d, &probed);
+  if (s != KPACK_SUCCESS) {
+    return s;
   }
-  return KPACK_SUCCESS;
+  if (probed < 0) {
+    return current_device(*d, k, dev);
+  }
+  *dev = probed;
+  return check_device_ordinal(k, *dev);
 }
 
 /*
  * See kpack_internal.h and the file comment.  The hot path is the straight
- * line through this function: every branch into an ensure_* or raise_*
- * helper is taken only on first use.
+ * line through this function: every branch into a load_*, check_*, ensure_*,
+ * raise_* or first_* helper is taken only on first use.
  */
 kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t grid_x,
                           uint32_t grid_y, uint32_t grid_z, uint32_t block_x, uint32_t block_y,
@@ -551,11 +579,12 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
     return s;
   }
   const kpack_driver *d = kpack_rt_driver();
-  if (d == NULL && (s = kpack_rt_driver_load(&d)) != KPACK_SUCCESS) {
-    return s;
-  }
   CUdevice dev = 0;
-  if ((s = current_device(d, k, &dev)) != KPACK_SUCCESS) {
+  if (d == NULL) {
+    if ((s = load_driver(k, &d, &dev)) != KPACK_SUCCESS) {
+      return s;
+    }
+  } else if ((s = current_device(d, k, &dev)) != KPACK_SUCCESS) {
     return s;
   }
   kpack_kernel_state *st = k->state;

@@ -796,9 +796,11 @@ void touch_embedded_fatbin(const char* name) {
 // of the cudaStreamSynchronize that sees it complete.  The context, the
 // stream, the buffers and (raw) the driver table and the fatbin's bytes are
 // ready before the clock starts.  kpack's time includes its own first-use
-// work: finding the driver (dlopen of the already loaded libcuda, dlsym,
-// cuInit), the device check, cuLibraryLoadData of the embedded fatbin,
-// cuLibraryGetKernel and cuKernelGetFunction.
+// work: finding the driver (RTLD_NOLOAD dlopen of the already loaded
+// libcuda, dlsym, a cuCtxGetDevice that finds the context current), the
+// arch check, cuLibraryLoadData of the embedded fatbin and
+// cuLibraryGetKernel; the module is loaded into the context inside the
+// first cuLaunchKernel.
 int run_cold(Cold kind, const std::string& fatbin) {
   arm_watchdog(60);
   std::vector<unsigned char> image;

@@ -59,7 +59,9 @@ MUTANTS = [
      "if (!ready && (s = check_device_archs(d, k, dev, &cc)) != KPACK_SUCCESS) {", "if (0) {", RUNTIME),
     # The first launch skips cuInit only when a context is current.
     ("cuInit skipped without a current context", "runtime/driver.c",
-     "if (t->ctx_get_device(&device) == CUDA_SUCCESS) {", "if (1) {", RUNTIME),
+     "if (t->ctx_get_device(device) == CUDA_SUCCESS) {", "if (1) {", RUNTIME),
+    ("a driver not loaded yet is not loaded", "runtime/driver.c",
+     "    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);", "    ;", RUNTIME),
     ("lazy entry points kept after the driver is closed", "runtime/driver.c",
      "    clear_lazy();\n    dlclose(g_table.handle);", "    dlclose(g_table.handle);", RUNTIME),
     ("outputs written in place", "compiler/fs_util.cc",

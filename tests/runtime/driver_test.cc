@@ -99,6 +99,9 @@ TEST_CASE("a driver without the CUDA 12 library API is KPACK_ERROR_DRIVER_TOO_OL
   FakeDriver fake;
   const std::string old_path = kpack_test::env_path("FAKE_CUDA_OLD_PATH");
   REQUIRE_FALSE(old_path.empty());
+  // Not loaded in this process (the other fakes are, by the tests): the
+  // runtime's RTLD_NOLOAD lookup finds nothing and it loads the library.
+  REQUIRE(dlopen(old_path.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD) == nullptr);
   fx_set_driver_path(old_path.c_str());
   CHECK(launch_vector_add() == KPACK_ERROR_DRIVER_TOO_OLD);
   CHECK(detail() == old_path +
@@ -136,10 +139,33 @@ TEST_CASE("with a context current the driver is loaded without cuInit", "[driver
   fake->set_initialized(1); // the application's cudaSetDevice(0)
   CHECK(launch_vector_add() == KPACK_SUCCESS);
   CHECK(fake.count("cuInit") == 0);
-  CHECK(fake.count("cuCtxGetDevice") == 2); // the probe at load, then the launch's own
+  CHECK(fake.count("cuCtxGetDevice") == 1); // the probe at load, whose device the launch uses
   CHECK(fake.count("cuLaunchKernel") == 1);
   CHECK(launch_vector_add() == KPACK_SUCCESS);
   CHECK(fake.count("cuInit") == 0);
+  CHECK(fake.count("cuCtxGetDevice") == 2);
+}
+
+TEST_CASE("the device the probe at load finds is the first launch's", "[driver]") {
+  FakeDriver fake;
+  fake->set_initialized(1);
+  fake->set_device_count(80);
+  SECTION("device 1") {
+    fake->set_current_device(1);
+    CHECK(launch_vector_add() == KPACK_SUCCESS);
+    fake_cuda_launch l{};
+    REQUIRE(fake->last_launch(&l) == 1);
+    CHECK(l.device == 1);
+    CHECK(fake->count_on_device("lazy_module_load", 1) == 1);
+  }
+  SECTION("a device beyond KPACK_MAX_DEVICES is refused as when the launch asks") {
+    fake->set_current_device(70);
+    CHECK(launch_vector_add() == KPACK_ERROR_INTERNAL);
+    CHECK(detail() == "vector_add_f16_b256: device 70 is beyond the 64 devices kpack tracks "
+                      "(KPACK_MAX_DEVICES)");
+    CHECK(fake.count("cuLibraryLoadData") == 0);
+  }
+  CHECK(fake.count("cuCtxGetDevice") == 1);
 }
 
 TEST_CASE("CUDA not yet initialized: cuInit(0) is called once, after the probe", "[driver]") {
@@ -203,7 +229,9 @@ TEST_CASE("racing first launches with a context current load the driver once, wi
   }
   CHECK(failures.load() == 0);
   CHECK(fake.count("cuInit") == 0);
-  CHECK(fake.count("cuCtxGetDevice") == kThreads + 1); // one probe
+  // One thread loads the driver, and its probe gives it its device; each
+  // other thread asks for its own.
+  CHECK(fake.count("cuCtxGetDevice") == kThreads);
   CHECK(fake.count("cuLibraryLoadData") == 1);
   CHECK(fake.count("cuLaunchKernel") == kThreads);
 }
