@@ -73,10 +73,12 @@ typedef struct kpack_kernel {
  *
  * The first launch of `k` in the process loads its fatbin
  * (cuLibraryLoadData, cuLibraryGetKernel); the first launch on each device
- * checks that the device has SASS for it, raises the dynamic shared-memory
- * limit when `smem` > 48 KiB, and launches under the load lock (the driver
- * loads the code into the context inside that launch; its failures get load
- * statuses).  Racing first launches load exactly once.  After that the
+ * raises the dynamic shared-memory limit when `smem` > 48 KiB, and launches
+ * under the load lock (the driver loads the code into the context inside
+ * that launch; its failures get load statuses).  When one of those steps
+ * fails on a device that `k` has no SASS or usable PTX for, the status is
+ * KPACK_ERROR_NO_BINARY_FOR_DEVICE, naming the device's sm and the archs
+ * built.  Racing first launches load exactly once.  After that the
  * path is cuCtxGetDevice, two atomic loads and cuLaunchKernel of the
  * context-independent CUkernel: no locks, no allocation, no synchronization,
  * so it is legal inside stream capture.

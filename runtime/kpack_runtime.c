@@ -8,23 +8,23 @@
  *  1. First launch anywhere in the process: load the driver (driver.c;
  *     only the entry points a first launch calls, no cuInit when a context
  *     is current, and the device its probe found is the launch's), then
- *     check that the fatbin has code for the
- *     device's compute capability (so a device without is refused before
- *     anything is loaded), then under g_load_lock load the fatbin with
- *     cuLibraryLoadData and look up its CUkernel.  The handle is published
- *     with a release store into state->kernel; the state joins g_loaded so
- *     kpack_unload_all finds it.
+ *     under g_load_lock load the fatbin with cuLibraryLoadData and look up
+ *     its CUkernel.  The handle is published with a release store into
+ *     state->kernel; the state joins g_loaded so kpack_unload_all finds it.
  *  2. First launch on a device with more than 48 KiB of dynamic shared
  *     memory (and each time a launch needs more than before): raise the
  *     kernel's limit on that device with cuKernelSetAttribute, under
  *     g_load_lock.
- *  3. First launch on each device: the same arch check (once per launch,
- *     with the compute capability read once), then the launch itself under
- *     g_load_lock.  The driver loads the module into the current context
- *     inside that cuLaunchKernel (lazy loading), so a failure to load (out
- *     of memory, no binary) comes back from it and is reported with its
- *     load status.  Publish state->device_ready[dev] with a release store
- *     once it succeeded.
+ *  3. First launch on each device: the launch itself, under g_load_lock.
+ *     The driver loads the module into the current context inside that
+ *     cuLaunchKernel (lazy loading), so a failure to load (out of memory,
+ *     no binary) comes back from it and is reported with its load status.
+ *     Publish state->device_ready[dev] with a release store once it
+ *     succeeded.
+ *     Whenever a driver call of steps 1-3 fails, the device's compute
+ *     capability is read (once per device and process) and checked against
+ *     the fatbin's archs: a device it has no code for is reported as such
+ *     (see "Why the arch check waits for a failure").
  *  4. Every launch after that (the hot path): argument checks (the ABI
  *     version is compared on every call; it is one integer and saves
  *     reasoning about when it could be skipped), an acquire load of the
@@ -63,6 +63,25 @@
  * cuLaunchKernel does by itself is cheaper: bench/RESULTS.md), so the first
  * launch now loads it, under the lock, and its errors get the same statuses.
  *
+ * Why the arch check waits for a failure
+ * --------------------------------------
+ * A device that the fatbin has no code for (no SASS it can run, no PTX the
+ * driver can JIT for it) gets KPACK_ERROR_NO_BINARY_FOR_DEVICE with a detail
+ * naming its sm and the archs built, where the driver would only say
+ * CUDA_ERROR_NO_BINARY_FOR_GPU.  The check used to run before the first
+ * launch on each device, and its two cuDeviceGetAttribute calls cost a
+ * cold first launch 2.2 us on an H100 (bench/RESULTS.md) to prevent
+ * nothing: where it passes, the driver runs the code or JIT-compiles its
+ * PTX, and where it fails, the driver fails on its own, in
+ * cuLibraryLoadData, cuLibraryGetKernel (seen on an H200),
+ * cuKernelSetAttribute or the first cuLaunchKernel on the device (lazy
+ * loading).  So the check now runs only
+ * after one of those failed, whatever the CUresult, which stays available
+ * from kpack_last_cu_result().  The fatbin may then have been loaded (and
+ * stay loaded, when another device uses it) before the device is refused.
+ * The compute capability read then is kept per device in g_device_cc, so
+ * other specializations failing on the device do not ask again.
+ *
  * Locking and the primary context
  * -------------------------------
  * First loads take g_load_lock, and inside the driver they take the
@@ -80,6 +99,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Dynamic shared memory a kernel may use without raising its limit. */
 #define KPACK_DEFAULT_SMEM_LIMIT (48u * 1024u)
@@ -242,14 +262,15 @@ static int any_runs_on(const uint32_t *codes, uint32_t count, int (*runs_on)(uin
  * Fails with KPACK_ERROR_NO_BINARY_FOR_DEVICE unless k has SASS for `cc`, or
  * PTX (embedded only when the manifest asked for it) that the driver can
  * JIT for it.  kpack never falls back to anything else: a missing arch is an
- * error the user sees, not a silent slow path.
+ * error the user sees, not a silent slow path.  `r` is the CUresult the
+ * driver failed with, kept for kpack_last_cu_result().
  */
-static kpack_status check_archs(const kpack_kernel *k, CUdevice dev, int cc) {
+static kpack_status check_archs(const kpack_kernel *k, CUdevice dev, int cc, CUresult r) {
   if (any_runs_on(k->sass_archs, k->num_sass_archs, sass_runs_on, cc) ||
       any_runs_on(k->ptx_archs, k->num_ptx_archs, ptx_runs_on, cc)) {
     return KPACK_SUCCESS;
   }
-  kpack_rt_fail(KPACK_ERROR_NO_BINARY_FOR_DEVICE, 0,
+  kpack_rt_fail(KPACK_ERROR_NO_BINARY_FOR_DEVICE, (int)r,
                 "%s: device %d is sm_%d; this library has SASS for %s", name_of(k), (int)dev, cc,
                 k->archs_text != NULL ? k->archs_text : "");
   if (k->num_ptx_archs > 0) {
@@ -260,28 +281,57 @@ static kpack_status check_archs(const kpack_kernel *k, CUdevice dev, int cc) {
   return KPACK_ERROR_NO_BINARY_FOR_DEVICE;
 }
 
-/* Reads the compute capability of `dev` as 10*major+minor into *cc. */
-static kpack_status device_cc(const kpack_driver *d, const kpack_kernel *k, CUdevice dev, int *cc) {
+/*
+ * The compute capability of each device (10*major+minor), 0 until read.
+ * Process-wide, so that a second specialization failing on a device does
+ * not ask the driver again.  Relaxed: a slot is one int that every thread
+ * would read the same from the driver, and it orders nothing else.
+ * kpack_unload_all clears it along with the driver it came from.
+ */
+static _Atomic(int) g_device_cc[KPACK_MAX_DEVICES];
+
+/*
+ * Reads the compute capability of `dev` into *cc, from g_device_cc or else
+ * the driver (two cuDeviceGetAttribute).  Returns the driver's CUresult and
+ * records no error: it runs while a failure's detail is being decided.
+ */
+static CUresult device_cc(const kpack_driver *d, CUdevice dev, int *cc) {
+  int known = atomic_load_explicit(&g_device_cc[dev], memory_order_relaxed);
+  if (known != 0) {
+    *cc = known;
+    return CUDA_SUCCESS;
+  }
   int major = 0;
   int minor = 0;
   CUresult r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   if (r == CUDA_SUCCESS) {
     r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   }
-  if (r != CUDA_SUCCESS) {
-    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuDeviceGetAttribute(compute capability) on device %d",
-                   name_of(k), (int)dev);
+  if (r == CUDA_SUCCESS) {
+    *cc = 10 * major + minor;
+    atomic_store_explicit(&g_device_cc[dev], *cc, memory_order_relaxed);
   }
-  *cc = 10 * major + minor;
-  return KPACK_SUCCESS;
+  return r;
 }
 
-/* Cold path: reads the compute capability of `dev` into *cc and fails
-   unless k has code that runs on it (see check_archs). */
-static kpack_status check_device_archs(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
-                                       int *cc) {
-  kpack_status s = device_cc(d, k, dev, cc);
-  return s == KPACK_SUCCESS ? check_archs(k, dev, *cc) : s;
+/*
+ * Cold path, after a first use of k on `dev` (cuLibraryLoadData,
+ * cuLibraryGetKernel, cuKernelSetAttribute, or the first cuLaunchKernel
+ * there) failed with `r`:
+ * reads the device's compute capability into *cc (0 when the driver cannot
+ * say) and, when k has no code that runs on it, records
+ * KPACK_ERROR_NO_BINARY_FOR_DEVICE with check_archs' detail and `r` as the
+ * CUresult, and returns it.  Otherwise records nothing and returns
+ * KPACK_SUCCESS: the caller reports the failure itself.  See "Why the arch
+ * check waits for a failure".
+ */
+static kpack_status check_failed_device(const kpack_driver *d, const kpack_kernel *k,
+                                        CUdevice dev, CUresult r, int *cc) {
+  if (device_cc(d, dev, cc) != CUDA_SUCCESS) {
+    *cc = 0;
+    return KPACK_SUCCESS;
+  }
+  return check_archs(k, dev, *cc, r);
 }
 
 /* ---- First use ----------------------------------------------------------------- */
@@ -299,12 +349,13 @@ static kpack_status check_descriptor(const kpack_kernel *k) {
 /*
  * Loads k's fatbin and looks up its entry.  Called with g_load_lock held.
  * On success *library and *kernel hold the new handles; on failure nothing
- * stays loaded.
+ * stays loaded and *cu is the driver's CUresult.
  */
 static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
-                                 CUlibrary *library, CUkernel *kernel) {
+                                 CUlibrary *library, CUkernel *kernel, CUresult *cu) {
   CUlibrary lib = NULL;
   CUresult r = d->library_load_data(&lib, k->fatbin->data, NULL, NULL, 0, NULL, NULL, 0);
+  *cu = r;
   if (r != CUDA_SUCCESS) {
     kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryLoadData", name_of(k));
     append_memory_info(d, r, dev);
@@ -313,6 +364,7 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
   atomic_fetch_add_explicit(&g_libraries_loaded, 1, memory_order_relaxed);
   CUkernel kern = NULL;
   r = d->library_get_kernel(&kern, lib, k->entry);
+  *cu = r;
   if (r != CUDA_SUCCESS) {
     kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")", name_of(k),
                              k->entry);
@@ -333,12 +385,15 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
 
 /*
  * Slow path of step 1: loads k unless a racing thread already has, and
- * stores the CUkernel in *kernel.  `dev` is only used in messages.
+ * stores the CUkernel in *kernel.  `dev`, the current device, is used in
+ * messages, and to tell a device that k has no code for once a load step
+ * failed (the driver may refuse such a device there).
  */
 static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
                                   uintptr_t *kernel) {
   kpack_kernel_state *st = k->state;
   kpack_status s = KPACK_SUCCESS;
+  CUresult cu = CUDA_SUCCESS; /* of the driver call that failed, if one did */
   pthread_mutex_lock(&g_load_lock);
   /* Relaxed under the lock: state->kernel is only written under it. */
   uintptr_t loaded = atomic_load_explicit(&st->kernel, memory_order_relaxed);
@@ -347,7 +402,7 @@ static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, 
     CUkernel kern = NULL;
     s = check_descriptor(k);
     if (s == KPACK_SUCCESS) {
-      s = load_library(d, k, dev, &lib, &kern);
+      s = load_library(d, k, dev, &lib, &kern, &cu);
     }
     if (s == KPACK_SUCCESS) {
       st->library = lib;
@@ -360,6 +415,12 @@ static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, 
   }
   pthread_mutex_unlock(&g_load_lock);
   *kernel = loaded;
+  if (cu != CUDA_SUCCESS) {
+    /* Replaces the load's detail when the device is the reason. */
+    int cc = 0;
+    kpack_status archs = check_failed_device(d, k, dev, cu, &cc);
+    s = archs != KPACK_SUCCESS ? archs : s;
+  }
   return s;
 }
 
@@ -407,16 +468,17 @@ static int is_load_failure(CUresult r) {
 }
 
 /*
- * Slow path of step 3: the first launch of k on `dev`, of compute capability
- * `cc`, whose archs the caller checked against k in this same launch (a
- * device's compute capability does not change).  Launches under g_load_lock,
- * so racing first launches on a device load the module once, and marks the
- * device ready when the launch succeeded; a failure is not latched, so the
- * next launch tries again.  A thread that finds the device ready by the time
- * it holds the lock launches as on the hot path.
+ * Slow path of step 3: the first launch of k on `dev`.  Launches under
+ * g_load_lock, so racing first launches on a device load the module once,
+ * and marks the device ready when the launch succeeded; a failure is not
+ * latched, so the next launch tries again.  A thread that finds the device
+ * ready by the time it holds the lock launches as on the hot path, and
+ * reports a failure as it would.  Only a failure reads the device's compute
+ * capability: to refuse a device k has no code for (check_failed_device),
+ * and to name its sm in the load failure's detail.
  */
 static kpack_status first_launch_on_device(const kpack_driver *d, const kpack_kernel *k,
-                                           uintptr_t kernel, CUdevice dev, int cc,
+                                           uintptr_t kernel, CUdevice dev,
                                            const launch_config *c) {
   kpack_kernel_state *st = k->state;
   pthread_mutex_lock(&g_load_lock);
@@ -430,14 +492,27 @@ static kpack_status first_launch_on_device(const kpack_driver *d, const kpack_ke
   if (r == CUDA_SUCCESS) {
     return KPACK_SUCCESS;
   }
-  if (ready || !is_load_failure(r)) {
+  if (ready) {
     return fail_launch(d, k, r, c);
   }
-  kpack_status s = fail_cu(d, load_status(r), r,
-                           "%s: first launch on device %d (sm_%d), which loads its code: "
-                           "cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)",
-                           name_of(k), (int)dev, cc, c->grid[0], c->grid[1], c->grid[2],
-                           c->block[0], c->block[1], c->block[2], c->smem);
+  int cc = 0;
+  kpack_status s = check_failed_device(d, k, dev, r, &cc);
+  if (s != KPACK_SUCCESS) {
+    return s;
+  }
+  if (!is_load_failure(r)) {
+    return fail_launch(d, k, r, c);
+  }
+  /* " (sm_90)", or nothing when the driver could not say. */
+  char sm[24] = "";
+  if (cc > 0) {
+    snprintf(sm, sizeof sm, " (sm_%d)", cc);
+  }
+  s = fail_cu(d, load_status(r), r,
+              "%s: first launch on device %d%s, which loads its code: "
+              "cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)",
+              name_of(k), (int)dev, sm, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+              c->block[1], c->block[2], c->smem);
   append_memory_info(d, r, dev);
   return s;
 }
@@ -466,12 +541,17 @@ static kpack_status raise_smem_limit(const kpack_driver *d, const kpack_kernel *
       s = kpack_rt_fail_missing(KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
     } else if ((r = set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem,
                                   (CUkernel)kernel, dev)) != CUDA_SUCCESS) {
-      /* INVALID_VALUE: more than the device allows, the caller's mistake. */
+      /* A first use on the device too: one that k has no code for is
+         refused as at the first launch.  INVALID_VALUE: more than the
+         device allows, the caller's mistake. */
+      int cc = 0;
       kpack_status status =
           r == CUDA_ERROR_INVALID_VALUE ? KPACK_ERROR_INVALID_ARGUMENT : KPACK_ERROR_DRIVER;
-      s = fail_cu(d, status, r,
-                  "%s: cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u) on device %d",
-                  name_of(k), smem, (int)dev);
+      if ((s = check_failed_device(d, k, dev, r, &cc)) == KPACK_SUCCESS) {
+        s = fail_cu(d, status, r,
+                    "%s: cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u) on device %d",
+                    name_of(k), smem, (int)dev);
+      }
     } else {
       atomic_store_explicit(&st->smem_limit[dev], smem, memory_order_release);
     }
@@ -566,8 +646,8 @@ static kpack_status load_driver(const kpack_kernel *k, const kpack_driver **d, C
 
 /*
  * See kpack_internal.h and the file comment.  The hot path is the straight
- * line through this function: every branch into a load_*, check_*, ensure_*,
- * raise_* or first_* helper is taken only on first use.
+ * line through this function: every branch into a load_*, ensure_*, raise_*
+ * or first_* helper is taken only on first use.
  */
 kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t grid_x,
                           uint32_t grid_y, uint32_t grid_z, uint32_t block_x, uint32_t block_y,
@@ -590,13 +670,9 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   kpack_kernel_state *st = k->state;
   uintptr_t kernel = atomic_load_explicit(&st->kernel, memory_order_acquire);
   int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_acquire) != 0;
-  /* A device the library has no code for is refused before anything is
-     loaded: the driver would otherwise fail inside cuLibraryGetKernel with
-     a less helpful CUDA_ERROR_NO_BINARY_FOR_GPU. */
-  int cc = 0;
-  if (!ready && (s = check_device_archs(d, k, dev, &cc)) != KPACK_SUCCESS) {
-    return s;
-  }
+  /* No arch check here: a device the library has no code for makes the
+     driver fail one of the first-use calls, and only then is the device's
+     compute capability read (check_failed_device). */
   if (kernel == 0 && (s = ensure_loaded(d, k, dev, &kernel)) != KPACK_SUCCESS) {
     return s;
   }
@@ -610,7 +686,7 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   const launch_config c = {{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, smem_bytes,
                            (CUstream)stream, args};
   if (!ready) {
-    return first_launch_on_device(d, k, kernel, dev, cc, &c);
+    return first_launch_on_device(d, k, kernel, dev, &c);
   }
   CUresult r = launch_now(d, kernel, &c);
   return r == CUDA_SUCCESS ? KPACK_SUCCESS : fail_launch(d, k, r, &c);
@@ -674,6 +750,10 @@ kpack_status kpack_unload_all(void) {
     reset_state(st);
   }
   g_loaded = NULL;
+  /* The next driver may be another (tests switch fakes); read anew. */
+  for (int dev = 0; dev < KPACK_MAX_DEVICES; ++dev) {
+    atomic_store_explicit(&g_device_cc[dev], 0, memory_order_relaxed);
+  }
   atomic_store_explicit(&g_libraries_loaded, 0, memory_order_relaxed);
   atomic_store_explicit(&g_functions_resolved, 0, memory_order_relaxed);
   pthread_mutex_unlock(&g_load_lock);

@@ -797,10 +797,9 @@ void touch_embedded_fatbin(const char* name) {
 // stream, the buffers and (raw) the driver table and the fatbin's bytes are
 // ready before the clock starts.  kpack's time includes its own first-use
 // work: finding the driver (RTLD_NOLOAD dlopen of the already loaded
-// libcuda, dlsym, a cuCtxGetDevice that finds the context current), the
-// arch check, cuLibraryLoadData of the embedded fatbin and
-// cuLibraryGetKernel; the module is loaded into the context inside the
-// first cuLaunchKernel.
+// libcuda, dlsym, a cuCtxGetDevice that finds the context current),
+// cuLibraryLoadData of the embedded fatbin and cuLibraryGetKernel; the
+// module is loaded into the context inside the first cuLaunchKernel.
 int run_cold(Cold kind, const std::string& fatbin) {
   arm_watchdog(60);
   std::vector<unsigned char> image;

@@ -392,6 +392,65 @@ static int image_entry_params(const char *image, const char *entry) {
   return -1;
 }
 
+/*
+ * Whether code for arch number `number` ("sm_90" is 90) with suffix `suffix`
+ * ('a' arch-specific, 'f' family, else plain), SASS or (`ptx`) PTX, runs on
+ * a device of compute capability `cc` (10*major+minor), by the driver's
+ * rules: SASS within its major version from its minor up (arch-specific
+ * only on its exact version), PTX JIT-compiled for any newer device (family
+ * PTX within its family, arch-specific PTX on its exact version).
+ */
+static int arch_runs_on(int number, char suffix, int ptx, int cc) {
+  if (suffix == 'a') {
+    return number == cc;
+  }
+  if (ptx && suffix != 'f') {
+    return number <= cc;
+  }
+  return number / 10 == cc / 10 && number % 10 <= cc % 10;
+}
+
+/*
+ * Whether `image` has code the driver could run on a device of compute
+ * capability `cc`: one of its "sm_XX" (SASS) or "compute_XX" (PTX) items,
+ * with an optional 'a' or 'f' suffix, runs there.  An image that lists no
+ * arch, and a real fatbin (whose archs the fake does not read), has code
+ * for every device.
+ */
+static int image_has_code_for(const char *image, int cc) {
+  if (is_real_fatbin(image)) {
+    return 1;
+  }
+  int listed = 0;
+  const char *p = image + strlen(FAKE_CUDA_FATBIN_MAGIC) - 1; /* at a '|' */
+  while ((p = strchr(p, '|')) != NULL) {
+    ++p;
+    const int ptx = strncmp(p, "compute_", 8) == 0;
+    const char *digits = ptx ? p + 8 : strncmp(p, "sm_", 3) == 0 ? p + 3 : NULL;
+    if (digits == NULL || *digits < '0' || *digits > '9') {
+      continue; /* an entry or another item */
+    }
+    char *end = NULL;
+    const long number = strtol(digits, &end, 10);
+    listed = 1;
+    if (arch_runs_on((int)number, *end, ptx, cc)) {
+      return 1;
+    }
+  }
+  return !listed;
+}
+
+/* Whether `image` has code for fake device `dev` (see image_has_code_for).
+   A device the fake does not model is left to the other checks. */
+static int image_runs_on_device(const char *image, int dev) {
+  if (dev < 0 || dev >= FAKE_CUDA_MAX_DEVICES) {
+    return 1;
+  }
+  const int cc = 10 * atomic_load_explicit(&g_cc_major[dev], memory_order_relaxed) +
+                 atomic_load_explicit(&g_cc_minor[dev], memory_order_relaxed);
+  return image_has_code_for(image, cc);
+}
+
 /* Records the image and loads it if it is a fake fatbin; any option is
    rejected, since kpack passes none. */
 EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
@@ -457,10 +516,14 @@ static fake_kernel *library_kernel(fake_library *lib, const char *entry, int num
 }
 
 /* The library's CUkernel for an entry its image lists (the same handle
-   each time); CUDA_ERROR_NOT_FOUND for others. */
+   each time); CUDA_ERROR_NOT_FOUND for others; CUDA_ERROR_NO_BINARY_FOR_GPU
+   when the image has no code for the current device, as the driver
+   answered on an H200 for a library built for sm_80 only
+   (tests/gpu/RESULTS.md). */
 EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
                                            const char *name) {
-  count_call(FN_LIBRARY_GET_KERNEL, current_device());
+  const int dev = current_device();
+  count_call(FN_LIBRARY_GET_KERNEL, dev);
   CUresult r = take_failure(FN_LIBRARY_GET_KERNEL);
   if (r != CUDA_SUCCESS) {
     return r;
@@ -475,6 +538,8 @@ EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
     r = CUDA_ERROR_INVALID_HANDLE;
   } else if (num_params < 0) {
     r = CUDA_ERROR_NOT_FOUND;
+  } else if (!image_runs_on_device(lib->image, dev)) {
+    r = CUDA_ERROR_NO_BINARY_FOR_GPU;
   } else {
     fake_kernel *k = library_kernel(lib, name, num_params);
     if (k == NULL) {
@@ -509,7 +574,8 @@ EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
 #endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* The kernel's CUfunction in the current device's context; marks the
-   kernel resolved there (see lazy_module_load). */
+   kernel resolved there (see lazy_module_load), or fails with
+   CUDA_ERROR_NO_BINARY_FOR_GPU if its image has no code for the device. */
 EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
   int dev = current_device();
   count_call(FN_KERNEL_GET_FUNCTION, dev);
@@ -518,13 +584,15 @@ EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) 
   if (r != CUDA_SUCCESS) {
     return r;
   }
-  if (dev < 0) {
+  if (dev < 0 || dev >= FAKE_CUDA_MAX_DEVICES) { /* also keeps the arrays in bounds */
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   pthread_mutex_lock(&g_lock);
   fake_kernel *k = find_kernel(kernel);
   if (k == NULL || pFunc == NULL) {
     r = k == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+  } else if (!image_runs_on_device(k->library->image, dev)) {
+    r = CUDA_ERROR_NO_BINARY_FOR_GPU;
   } else {
     k->resolved_on[dev] = 1;
     *pFunc = (CUfunction)&k->functions[dev];
@@ -640,7 +708,7 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
   if (r != CUDA_SUCCESS) {
     return r;
   }
-  if (dev < 0) {
+  if (dev < 0 || dev >= FAKE_CUDA_MAX_DEVICES) { /* also keeps the arrays in bounds */
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   if (!stream_is_valid(hStream)) {
@@ -661,13 +729,17 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
     return CUDA_ERROR_INVALID_VALUE;
   }
   /* The driver's lazy loading: a module not yet in this context is loaded
-     now and stays loaded.  Read without the lock on purpose (see the file
-     comment): the runtime must order a device's first launch, which writes
-     it, before every later launch there. */
+     now and stays loaded; an image without code for the device fails to
+     load, with CUDA_ERROR_NO_BINARY_FOR_GPU.  Read without the lock on
+     purpose (see the file comment): the runtime must order a device's first
+     launch, which writes it, before every later launch there. */
   if (!k->resolved_on[dev]) {
     pthread_mutex_lock(&g_lock);
     count_call(FN_LAZY_MODULE_LOAD, dev);
     r = take_failure(FN_LAZY_MODULE_LOAD);
+    if (r == CUDA_SUCCESS && !image_runs_on_device(k->library->image, dev)) {
+      r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
     k->resolved_on[dev] = r == CUDA_SUCCESS;
     pthread_mutex_unlock(&g_lock);
     if (r != CUDA_SUCCESS) {

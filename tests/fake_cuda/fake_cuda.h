@@ -9,13 +9,23 @@
  * both see one fake.  fake_cuda_bind() resolves the control functions.
  *
  * A "fatbin" for the fake is a NUL-terminated string
- *     "FAKEFATBIN1|<entry>:<number of parameters>|<entry>:<n>|..."
+ *     "FAKEFATBIN1|<entry>:<number of parameters>|<entry>:<n>|...|sm_80|..."
  * cuLibraryLoadData also takes a real fatbin (fatbinary's magic 0xBA55ED50),
  * such as kpack builds, whose kernels are the names its cubins' string tables
  * hold (their parameter count is taken as 0: not modelled).  It rejects
  * anything else with CUDA_ERROR_INVALID_IMAGE, and cuLibraryGetKernel finds
  * only the entries listed, so tests can check that the runtime passed the
  * right image and entry name.
+ *
+ * The "sm_XX" (SASS) and "compute_XX" (PTX) items, each with an optional
+ * 'a' or 'f' suffix as in kpack's arch names, say what code the image has.
+ * Where it has none for a device's compute capability (by the driver's
+ * rules; PTX is JIT-compiled), the fake fails as the driver does, with
+ * CUDA_ERROR_NO_BINARY_FOR_GPU: in cuLibraryGetKernel when that device is
+ * current (what an H200 did), and when the module is loaded into that
+ * device's context (cuKernelGetFunction, or the first cuLaunchKernel there:
+ * lazy_module_load).  An image without such items, and a real fatbin, has
+ * code for every device.
  *
  * CUDA is initialized by cuInit or, standing in for an application that
  * initialized it before its first kpack launch (cudaSetDevice), by

@@ -55,8 +55,11 @@ MUTANTS = [
      "  int ready = 0;", RUNTIME),
     ("a failed first launch marks the device ready", "runtime/kpack_runtime.c",
      "  if (r == CUDA_SUCCESS && !ready) {", "  if (!ready) {", RUNTIME),
-    ("no device check before loading", "runtime/kpack_runtime.c",
-     "if (!ready && (s = check_device_archs(d, k, dev, &cc)) != KPACK_SUCCESS) {", "if (0) {", RUNTIME),
+    # The arch check runs only after a first use failed (kpack_runtime.c).
+    ("no arch check after a failed first use", "runtime/kpack_runtime.c",
+     "  return check_archs(k, dev, *cc, r);", "  return KPACK_SUCCESS;", RUNTIME),
+    ("the compute capability read again each time", "runtime/kpack_runtime.c",
+     "  if (known != 0) {", "  if (0) {", RUNTIME),
     # The first launch skips cuInit only when a context is current.
     ("cuInit skipped without a current context", "runtime/driver.c",
      "if (t->ctx_get_device(device) == CUDA_SUCCESS) {", "if (1) {", RUNTIME),

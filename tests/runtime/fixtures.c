@@ -15,16 +15,22 @@ _Static_assert(FX_CONSTEXPR_INT == KPACK_CONSTEXPR_INT, "constexpr kind");
 _Static_assert(FX_CONSTEXPR_BOOL == KPACK_CONSTEXPR_BOOL, "constexpr kind");
 _Static_assert(FX_CONSTEXPR_DTYPE == KPACK_CONSTEXPR_DTYPE, "constexpr kind");
 
-/* Fake fatbins: the magic, then "<entry>:<parameter count>" items. */
-static const char vector_add_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_vector_add_f16_b256:4|";
-static const char softmax_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_softmax_f32_b128:3|";
+/* Fake fatbins: the magic, then "<entry>:<parameter count>" items and the
+   archs the image has code for, which the fake driver checks devices
+   against (fake_cuda.h); they match the descriptors' below. */
+#define SM80_SM90 "sm_80|sm_90|"
+static const char vector_add_image[] =
+    FAKE_CUDA_FATBIN_MAGIC "kpack_vector_add_f16_b256:4|" SM80_SM90;
+static const char softmax_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_softmax_f32_b128:3|" SM80_SM90;
 static const char cross_entropy_image[] =
-    FAKE_CUDA_FATBIN_MAGIC "kpack_cross_entropy_f32_b256:4|";
-static const char attention_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_attention_tile64:2|";
-static const char newer_abi_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_newer_abi:1|";
-static const char missing_entry_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_some_other_kernel:1|";
+    FAKE_CUDA_FATBIN_MAGIC "kpack_cross_entropy_f32_b256:4|" SM80_SM90;
+static const char attention_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_attention_tile64:2|" SM80_SM90;
+static const char newer_abi_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_newer_abi:1|" SM80_SM90;
+static const char missing_entry_image[] =
+    FAKE_CUDA_FATBIN_MAGIC "kpack_some_other_kernel:1|" SM80_SM90;
 static const char bad_image[] = "this is not a fatbin";
-static const char probe_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_probe:1|";
+/* Rewritten by fx_set_probe_archs(), with the archs given there. */
+static char probe_image[256] = FAKE_CUDA_FATBIN_MAGIC "kpack_probe:1|";
 
 /* A kpack_blob for a string image (the NUL is part of the blob). */
 #define BLOB(image) {(const unsigned char *)(image), sizeof(image)}
@@ -108,12 +114,28 @@ static void copy_text(char *to, const char *from) {
   to[n] = '\0';
 }
 
+/* Appends the comma-separated names of `text` to the image at `end` as '|'
+   items ("sm_80,sm_90a" -> "sm_80|sm_90a|"); returns the new end.  The
+   texts are at most 127 bytes each, so the image's 256 bytes hold both. */
+static char *append_archs(char *end, const char *text) {
+  for (; *text != '\0'; ++text) {
+    *end++ = *text == ',' ? '|' : *text;
+  }
+  *end++ = '|';
+  *end = '\0';
+  return end;
+}
+
 void fx_set_probe_archs(const uint32_t *sass, uint32_t num_sass, const char *sass_text,
                         const uint32_t *ptx, uint32_t num_ptx, const char *ptx_text) {
   kernels[FX_PROBE].num_sass_archs = copy_codes(probe_sass, sass, num_sass);
   kernels[FX_PROBE].num_ptx_archs = copy_codes(probe_ptx, ptx, num_ptx);
   copy_text(probe_sass_text, sass_text);
   copy_text(probe_ptx_text, ptx_text);
+  /* The image has the code the descriptor says, for the fake to check. */
+  char *end = probe_image + strlen(FAKE_CUDA_FATBIN_MAGIC "kpack_probe:1|");
+  end = append_archs(end, probe_sass_text);
+  append_archs(end, probe_ptx_text);
 }
 
 kpack_status fx_fail_no_specialization(const char *kernel, const char *built, int count,

@@ -11,18 +11,21 @@
 #include "fake_cuda.h"
 #include "kpack_internal.h"
 
-static const char scale_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_gk_scale:5|";
-static const char mask_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_gk_mask:2|";
+/* Each image lists the archs of its descriptor in gk_launch.c, which the
+   fake driver checks devices against (fake_cuda.h). */
+static const char scale_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_gk_scale:5|sm_80|sm_90|";
+static const char mask_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_gk_mask:2|sm_90a|compute_90|";
 /* The four builds of each rows specialization: the same entry (Triton's
    function name) and 5 + 2 hidden parameters, in different images. */
-static const char rows_f16_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|";
-static const char rows_f16_aligned_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|aligned|";
-static const char rows_f16_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|i32|";
-static const char rows_f16_aligned_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|aligned i32|";
-static const char rows_f32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32|";
-static const char rows_f32_aligned_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32 aligned|";
-static const char rows_f32_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32 i32|";
-static const char rows_f32_aligned_i32_image[] = FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|f32 aligned i32|";
+#define ROWS_IMAGE(tag) FAKE_CUDA_FATBIN_MAGIC "scale_rows:7|" tag "sm_80|sm_90a|"
+static const char rows_f16_image[] = ROWS_IMAGE("");
+static const char rows_f16_aligned_image[] = ROWS_IMAGE("aligned|");
+static const char rows_f16_i32_image[] = ROWS_IMAGE("i32|");
+static const char rows_f16_aligned_i32_image[] = ROWS_IMAGE("aligned i32|");
+static const char rows_f32_image[] = ROWS_IMAGE("f32|");
+static const char rows_f32_aligned_image[] = ROWS_IMAGE("f32 aligned|");
+static const char rows_f32_i32_image[] = ROWS_IMAGE("f32 i32|");
+static const char rows_f32_aligned_i32_image[] = ROWS_IMAGE("f32 aligned i32|");
 
 #define BLOB(image) {(const unsigned char *)(image), sizeof(image)}
 

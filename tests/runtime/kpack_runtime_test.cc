@@ -131,18 +131,20 @@ TEST_CASE("after first use a launch is cuCtxGetDevice plus cuLaunchKernel", "[la
   CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
 }
 
-TEST_CASE("a first launch on a device reads its compute capability once", "[launch]") {
+TEST_CASE("first launches that succeed never read the compute capability", "[launch]") {
+  // The arch check waits for a failure (kpack_runtime.c, "Why the arch
+  // check waits for a failure"): on success it would have prevented nothing.
   FakeDriver fake;
   fake->set_device_count(2);
+  fake->set_compute_capability(1, 9, 0);
   Args args;
   REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
-  CHECK(fake.count("cuDeviceGetAttribute") == 2); // major and minor, for the arch check
-  REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
-  CHECK(fake.count("cuDeviceGetAttribute") == 2); // the device is ready: not read again
+  REQUIRE(launch(FX_SOFTMAX, args) == KPACK_SUCCESS);
   fake->set_current_device(1);
   REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
-  CHECK(fake.count("cuDeviceGetAttribute") == 4);
-  CHECK(fake->count_on_device("cuDeviceGetAttribute", 1) == 2);
+  REQUIRE(launch(FX_BIG_SMEM, args, 64 * 1024) == KPACK_SUCCESS);
+  CHECK(fake.count("lazy_module_load") == 4); // four first launches on a device
+  CHECK(fake.count("cuDeviceGetAttribute") == 0);
 }
 
 TEST_CASE("a grid with a zero dimension launches nothing and touches no driver", "[launch]") {
@@ -212,19 +214,70 @@ TEST_CASE("an sm_75 device against SASS for sm_80,sm_90 is KPACK_ERROR_NO_BINARY
   CHECK(launch(FX_VECTOR_ADD, args) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
   CHECK(detail() ==
         "vector_add_f16_b256: device 0 is sm_75; this library has SASS for sm_80,sm_90 and no PTX");
-  CHECK(kpack_last_cu_result() == 0);
-  // Refused before loading: the real driver would otherwise fail inside
-  // cuLibraryGetKernel with its own, less helpful error (seen on an H200).
-  CHECK(fake.count("cuLibraryLoadData") == 0);
+  // The check runs once the driver has refused the device, as the real one
+  // does inside cuLibraryGetKernel (seen on an H200), and its CUresult stays.
+  CHECK(kpack_last_cu_result() == 209); // CUDA_ERROR_NO_BINARY_FOR_GPU
+  CHECK(fake.count("cuLibraryLoadData") == 1);
+  CHECK(fake.count("cuLibraryGetKernel") == 1);
+  CHECK(fake->live_libraries() == 0); // unloaded again after the failed lookup
+  CHECK(fake.count("cuDeviceGetAttribute") == 2);
   CHECK(fake.count("cuKernelGetFunction") == 0);
   CHECK(fake.count("cuLaunchKernel") == 0);
 
-  SECTION("the check is repeated, not latched, and the library is not reloaded") {
+  SECTION("the failure is not latched, and the compute capability is not read again") {
     CHECK(launch(FX_VECTOR_ADD, args) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+    CHECK(detail() == "vector_add_f16_b256: device 0 is sm_75; this library has SASS for "
+                      "sm_80,sm_90 and no PTX");
+    CHECK(fake.count("cuDeviceGetAttribute") == 2);
     fake->set_compute_capability(0, 9, 0);
     CHECK(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
-    CHECK(fake.count("cuLibraryLoadData") == 1);
+    CHECK(fake.count("cuLibraryLoadData") == 3);
   }
+}
+
+TEST_CASE("a second specialization failing on a device does not ask for its compute capability",
+          "[device]") {
+  FakeDriver fake;
+  fake->set_compute_capability(0, 7, 5);
+  Args args;
+  CHECK(launch(FX_VECTOR_ADD, args) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+  CHECK(fake.count("cuDeviceGetAttribute") == 2);
+  CHECK(launch(FX_SOFTMAX, args) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+  CHECK(detail() ==
+        "softmax_f32_b128: device 0 is sm_75; this library has SASS for sm_80,sm_90 and no PTX");
+  CHECK(kpack_last_cu_result() == 209);
+  CHECK(fake.count("cuDeviceGetAttribute") == 2); // kept per device for the process
+
+  // kpack_unload_all forgets it with the driver it came from.
+  kpack_unload_all();
+  CHECK(launch(FX_SOFTMAX, args) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+  CHECK(fake.count("cuDeviceGetAttribute") == 4);
+}
+
+TEST_CASE("a compute capability the driver cannot give leaves the failure as the driver said",
+          "[device]") {
+  const std::string call = "cuLaunchKernel(grid 1x1x1, block 256x1x1, smem 0) failed: ";
+  FakeDriver fake;
+  fake->set_mem_info(size_t{12} << 20, size_t{16384} << 20);
+  Args args;
+  REQUIRE(fake->fail_next("cuLibraryLoadData", 2) == 0);      // CUDA_ERROR_OUT_OF_MEMORY
+  REQUIRE(fake->fail_next("cuDeviceGetAttribute", 101) == 0); // CUDA_ERROR_INVALID_DEVICE
+  CHECK(launch(FX_VECTOR_ADD, args) == KPACK_ERROR_OUT_OF_MEMORY);
+  CHECK(kpack_last_cu_result() == 2);
+  CHECK(detail() ==
+        "vector_add_f16_b256: cuLibraryLoadData failed: CUDA_ERROR_OUT_OF_MEMORY (2); device 0 "
+        "has 12 MiB free of 16384 MiB");
+
+  // At a first launch the detail then names no sm; nothing unknown was kept,
+  // so the next failure asks again.
+  REQUIRE(fake->fail_next("lazy_module_load", 2) == 0);
+  REQUIRE(fake->fail_next("cuDeviceGetAttribute", 101) == 0);
+  CHECK(launch(FX_VECTOR_ADD, args) == KPACK_ERROR_OUT_OF_MEMORY);
+  CHECK(kpack_last_cu_result() == 2);
+  CHECK(detail() == "vector_add_f16_b256: first launch on device 0, which loads its code: " + call +
+                        "CUDA_ERROR_OUT_OF_MEMORY (2); device 0 has 12 MiB free of 16384 MiB");
+  CHECK(fake.count("cuDeviceGetAttribute") == 2); // each failed at the major version
+  CHECK(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
 }
 
 TEST_CASE("SASS and PTX compatibility rules", "[device]") {
@@ -272,9 +325,13 @@ TEST_CASE("SASS and PTX compatibility rules", "[device]") {
       CHECK(status == KPACK_SUCCESS);
       CHECK(fake.count("lazy_module_load") == 1);
       CHECK(fake.count("cuLaunchKernel") == 1);
+      CHECK(fake.count("cuDeviceGetAttribute") == 0);
     } else {
+      // The fake driver, by the same rules, refused the device in
+      // cuLibraryGetKernel; kpack's check then explains why.
       CHECK(status == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
       CHECK(detail() == row.error);
+      CHECK(kpack_last_cu_result() == 209);
       CHECK(fake.count("lazy_module_load") == 0);
       CHECK(fake.count("cuLaunchKernel") == 0);
     }
@@ -292,8 +349,32 @@ TEST_CASE("each device is checked against its own compute capability", "[device]
   CHECK(launch(FX_VECTOR_ADD, args) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
   CHECK(detail() ==
         "vector_add_f16_b256: device 1 is sm_75; this library has SASS for sm_80,sm_90 and no PTX");
-  CHECK(fake.count("cuLibraryLoadData") == 1);
+  CHECK(kpack_last_cu_result() == 209);
+  CHECK(fake.count("cuLibraryLoadData") == 1); // loaded for device 0, and stays
   CHECK(fake->count_on_device("lazy_module_load", 0) == 1);
+  // The first launch on device 1 is where the driver refused to load the
+  // module into its context; nothing ran there.
+  CHECK(fake->count_on_device("cuLaunchKernel", 1) == 1);
+  CHECK(fake->count_on_device("lazy_module_load", 1) == 1);
+  CHECK(fake->count_on_device("cuDeviceGetAttribute", 1) == 2);
+  CHECK(fake->count_on_device("cuDeviceGetAttribute", 0) == 0);
+  fake->set_current_device(0);
+  CHECK(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+}
+
+TEST_CASE("a device refused while raising its shared-memory limit gets the arch check too",
+          "[device]") {
+  FakeDriver fake;
+  fake->set_device_count(2);
+  fake->set_compute_capability(1, 7, 5);
+  Args args;
+  CHECK(launch(FX_BIG_SMEM, args, 64 * 1024) == KPACK_SUCCESS);
+  fake->set_current_device(1);
+  REQUIRE(fake->fail_next("cuKernelSetAttribute", 209) == 0);
+  CHECK(launch(FX_BIG_SMEM, args, 64 * 1024) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+  CHECK(detail() ==
+        "attention_tile64: device 1 is sm_75; this library has SASS for sm_80,sm_90 and no PTX");
+  CHECK(kpack_last_cu_result() == 209);
   CHECK(fake->count_on_device("cuLaunchKernel", 1) == 0);
 }
 
@@ -592,6 +673,30 @@ TEST_CASE("launches after another thread's first launch see its state without th
   CHECK(fake.count("lazy_module_load") == 2);
   CHECK(fake.count("cuKernelSetAttribute") == (big ? 2 : 0));
   CHECK(fake.count("cuLaunchKernel") == kThreads);
+}
+
+TEST_CASE("a launch after first use does not wait for another kernel's first load", "[race]") {
+  // The hot path takes no lock: while one thread holds the load lock inside
+  // a slow cuLibraryLoadData, a launch of a kernel already prepared goes
+  // through at once.  Had it waited for the lock, the loader would have
+  // looked its kernel up (cuLibraryGetKernel, after the load) by then.
+  FakeDriver fake;
+  Args args;
+  REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+  fake->set_load_delay_us(300000);
+  kpack_status loaded = KPACK_ERROR_INTERNAL; // checked after the join: Catch2 is not thread-safe
+  std::thread loader([&loaded] {
+    Args loader_args;
+    loaded = launch(FX_SOFTMAX, loader_args);
+  });
+  while (fake.count("cuLibraryLoadData") < 2) { // the loader is inside it, holding the lock
+    std::this_thread::yield();
+  }
+  CHECK(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryGetKernel") == 1); // the loader still sleeps in its load
+  loader.join();
+  CHECK(loaded == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryGetKernel") == 2);
 }
 
 // ---- kpack_unload_all and introspection ----------------------------------------------------
