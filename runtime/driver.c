@@ -65,7 +65,6 @@ typedef struct entry_point {
    variant, matching kpack.h's "NULL is the legacy default stream". */
 static const entry_point k_entry_points[] = {
     {"cuCtxGetDevice", offsetof(kpack_driver, ctx_get_device)},
-    {"cuDeviceGetAttribute", offsetof(kpack_driver, device_get_attribute)},
     {"cuLibraryLoadData", offsetof(kpack_driver, library_load_data)},
     {"cuLibraryGetKernel", offsetof(kpack_driver, library_get_kernel)},
     {"cuLaunchKernel", offsetof(kpack_driver, launch_kernel)},
@@ -78,6 +77,7 @@ static const char *const k_lazy_symbols[KPACK_LAZY_COUNT] = {
     [KPACK_LAZY_MEM_GET_INFO] = "cuMemGetInfo_v2",
     [KPACK_LAZY_LIBRARY_UNLOAD] = "cuLibraryUnload",
     [KPACK_LAZY_KERNEL_SET_ATTRIBUTE] = "cuKernelSetAttribute",
+    [KPACK_LAZY_DEVICE_GET_ATTRIBUTE] = "cuDeviceGetAttribute",
 };
 
 _Atomic(const kpack_driver *) kpack_rt_driver_table;
@@ -330,6 +330,14 @@ kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d) {
 kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d) {
   void *sym = lazy_entry(d, KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
   kpack_pfn_kernel_set_attribute fn;
+  memcpy(&fn, &sym, sizeof fn);
+  return fn;
+}
+
+/* See driver.h. */
+kpack_pfn_device_get_attribute kpack_rt_device_get_attribute(const kpack_driver *d) {
+  void *sym = lazy_entry(d, KPACK_LAZY_DEVICE_GET_ATTRIBUTE);
+  kpack_pfn_device_get_attribute fn;
   memcpy(&fn, &sym, sizeof fn);
   return fn;
 }

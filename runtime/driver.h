@@ -57,7 +57,6 @@ typedef CUresult (*kpack_pfn_launch_kernel)(CUfunction f, unsigned int grid_x,
 typedef struct kpack_driver {
   void *handle; /* from dlopen */
   kpack_pfn_ctx_get_device ctx_get_device;
-  kpack_pfn_device_get_attribute device_get_attribute;
   kpack_pfn_library_load_data library_load_data;
   kpack_pfn_library_get_kernel library_get_kernel;
   kpack_pfn_launch_kernel launch_kernel;
@@ -66,15 +65,18 @@ typedef struct kpack_driver {
 /*
  * Entry points resolved on first use, each off the path of a first launch:
  * error names and memory figures are only wanted in error messages,
- * cuLibraryUnload after a failed load and in kpack_unload_all, and
+ * cuLibraryUnload after a failed load and in kpack_unload_all,
  * cuKernelSetAttribute for a launch with more than 48 KiB of dynamic shared
- * memory.
+ * memory, and cuDeviceGetAttribute (the compute capability) only after a
+ * first use failed (kpack_runtime.c, "Why the arch check waits for a
+ * failure").
  */
 typedef enum kpack_lazy_entry {
   KPACK_LAZY_GET_ERROR_NAME,       /* cuGetErrorName */
   KPACK_LAZY_MEM_GET_INFO,         /* cuMemGetInfo_v2 (cuda.h's cuMemGetInfo) */
   KPACK_LAZY_LIBRARY_UNLOAD,       /* cuLibraryUnload */
   KPACK_LAZY_KERNEL_SET_ATTRIBUTE, /* cuKernelSetAttribute */
+  KPACK_LAZY_DEVICE_GET_ATTRIBUTE, /* cuDeviceGetAttribute */
   KPACK_LAZY_COUNT
 } kpack_lazy_entry;
 
@@ -130,6 +132,7 @@ kpack_pfn_get_error_name kpack_rt_get_error_name(const kpack_driver *d);
 kpack_pfn_mem_get_info kpack_rt_mem_get_info(const kpack_driver *d);
 kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d);
 kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d);
+kpack_pfn_device_get_attribute kpack_rt_device_get_attribute(const kpack_driver *d);
 
 /*
  * Fails with KPACK_ERROR_DRIVER_TOO_OLD (CUresult 0) for lazy entry point

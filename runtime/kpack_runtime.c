@@ -301,11 +301,17 @@ static CUresult device_cc(const kpack_driver *d, CUdevice dev, int *cc) {
     *cc = known;
     return CUDA_SUCCESS;
   }
+  /* Looked up here, not when the driver is loaded: one dlsym less on
+     every process's first launch. */
+  kpack_pfn_device_get_attribute get_attribute = kpack_rt_device_get_attribute(d);
+  if (get_attribute == NULL) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   int major = 0;
   int minor = 0;
-  CUresult r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  CUresult r = get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   if (r == CUDA_SUCCESS) {
-    r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    r = get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   }
   if (r == CUDA_SUCCESS) {
     *cc = 10 * major + minor;

@@ -7,7 +7,8 @@
  * API of CUDA 12, to stand in for a driver that is too old; and (with
  * FAKE_CUDA_LEAN_DRIVER) libfakecuda_lean.so with only the entry points the
  * runtime resolves when it loads the driver (no cuInit, cuGetErrorName,
- * cuMemGetInfo_v2, cuLibraryUnload or cuKernelSetAttribute), to show which
+ * cuDeviceGetAttribute, cuMemGetInfo_v2, cuLibraryUnload or
+ * cuKernelSetAttribute), to show which
  * those are and what the runtime does when it finds one of the others
  * missing on first use.
  *
@@ -132,8 +133,9 @@ static int current_device(void) {
              : atomic_load_explicit(&g_default_device, memory_order_relaxed);
 }
 
-/* Returns whether `device` is an ordinal of an existing fake device. */
-static int device_exists(int device) {
+/* Returns whether `device` is an ordinal of an existing fake device.
+   (Unused in the lean fake, which lacks the functions that ask.) */
+__attribute__((unused)) static int device_exists(int device) {
   return device >= 0 && device < atomic_load_explicit(&g_device_count, memory_order_relaxed);
 }
 
@@ -248,6 +250,7 @@ EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
   return CUDA_SUCCESS;
 }
 
+#ifndef FAKE_CUDA_LEAN_DRIVER
 /* Compute capability and opt-in shared memory of a configured device. */
 EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   count_call(FN_DEVICE_GET_ATTRIBUTE, dev);
@@ -278,7 +281,6 @@ EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
   return CUDA_SUCCESS;
 }
 
-#ifndef FAKE_CUDA_LEAN_DRIVER
 /* The configured free and total memory (cuMemGetInfo_v2 via cuda.h). */
 EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   count_call(FN_MEM_GET_INFO, current_device());

@@ -248,6 +248,20 @@ TEST_CASE("a driver with only the first launch's entry points loads and launches
   CHECK(fake.count("cuLaunchKernel") == 0); // the full fake was not used
 }
 
+TEST_CASE("without cuDeviceGetAttribute a device without code gets the driver's failure, naming no sm",
+          "[driver]") {
+  // The compute capability is only read after a first use fails, so the
+  // first launch never needs cuDeviceGetAttribute; without it the failure
+  // is reported as the driver gave it.
+  FakeDriver fake;
+  const fake_cuda_api &lean = use_lean(true);
+  lean.set_compute_capability(0, 7, 5);
+  CHECK(launch_vector_add() == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+  CHECK(kpack_last_cu_result() == 209);
+  CHECK(detail() == "vector_add_f16_b256: cuLibraryGetKernel(\"kpack_vector_add_f16_b256\") failed: "
+                    "unrecognized CUresult (209)");
+}
+
 TEST_CASE("a driver without cuInit is KPACK_ERROR_DRIVER_TOO_OLD when CUDA must be initialized",
           "[driver]") {
   FakeDriver fake;
