@@ -89,7 +89,8 @@ def cold_section(launch, jit, out):
     raw = find(launch, "cold", "raw_first_launch")
     for name in ["raw_first_launch", "kpack_first_launch", "cuda_chevrons_first_launch",
                  "kpack_first_launch_prefaulted", "kpack_first_launch_driver_warm",
-                 "kpack_first_launch_driver_api_warm", "raw_first_launch_no_prelude"]:
+                 "kpack_first_launch_driver_api_warm", "raw_first_launch_no_prelude",
+                 "kpack_first_launch_after_init"]:
         r = find(launch, "cold", name)
         ratio = (r["value"] / raw["value"]) if (r and raw and raw["value"]) else None
         out.append(f"| {name} | {fmt(r and r['value'], 1)} us | {fmt(ratio, 2)} |")
@@ -102,7 +103,9 @@ def cold_section(launch, jit, out):
                         ("kpack_driver_api_warm_over_raw",
                          "after the raw variant's prelude (cuInit + cuCtxGetCurrent through the driver API)"),
                         ("kpack_over_raw_no_prelude",
-                         "against the raw path without that prelude (dlopen + dlsym only)")]:
+                         "against the raw path without that prelude (dlopen + dlsym only)"),
+                        ("kpack_after_init_over_raw",
+                         "after kpack_init() at start-up (the driver found before the clock, as the raw path's)")]:
         r = find(launch, "cold_ratio", name)
         if r:
             out.append(f"- kpack / raw {label}: {fmt(r['value'], 2)}x")

@@ -196,6 +196,21 @@ typedef struct kpack_build_info {
 /* ---- Runtime control ----------------------------------------------------- */
 
 /*
+ * Finds the CUDA driver now instead of at the first launch: the dlopen of
+ * libcuda.so.1, the lookup of the entry points a launch needs, and
+ * cuInit(0) when no context is current on the calling thread.  Optional:
+ * an engine calls it at start-up to fail fast without a usable driver, and
+ * to take that lookup (about 10 us in a fresh process on an H100,
+ * bench/RESULTS.md) out of its first launch.  Loads no kernel.
+ *
+ * Returns KPACK_SUCCESS, also when the driver was found already; otherwise
+ * KPACK_ERROR_DRIVER_NOT_FOUND, KPACK_ERROR_DRIVER_TOO_OLD or
+ * KPACK_ERROR_NO_DEVICE, with the detail set.  A failure leaves nothing
+ * behind: a later call or launch tries again.  Thread-safe.
+ */
+kpack_status kpack_init(void);
+
+/*
  * Unloads every library this runtime loaded (cuLibraryUnload) and forgets
  * the driver, so that the next launch starts from scratch.  For leak
  * checkers and tests; engines never need it.  NOT thread-safe: no other

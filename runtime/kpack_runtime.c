@@ -767,6 +767,16 @@ kpack_status kpack_unload_all(void) {
   return first;
 }
 
+/* See kpack.h.  The launch's own driver load, without a kernel. */
+kpack_status kpack_init(void) {
+  const kpack_driver *d = kpack_rt_driver();
+  if (d != NULL) {
+    return KPACK_SUCCESS;
+  }
+  CUdevice probed = -1;
+  return kpack_rt_driver_load(&d, &probed);
+}
+
 /* See kpack.h. */
 void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resolved) {
   if (libraries_loaded != NULL) {

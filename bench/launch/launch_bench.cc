@@ -756,6 +756,10 @@ enum class Cold {
   // after that same prelude, and the raw path after only dlopen and dlsym.
   kKpackDriverApiWarm,
   kRawNoPrelude,
+  // kpack after kpack_init() at start-up, before the clock, as the raw path
+  // resolves its driver table before its clock: the engine's view when it
+  // finds the driver at start.
+  kKpackInit,
 };
 
 const char* cold_name(Cold c) {
@@ -767,6 +771,7 @@ const char* cold_name(Cold c) {
     case Cold::kKpackDriverWarm: return "kpack_first_launch_driver_warm";
     case Cold::kKpackDriverApiWarm: return "kpack_first_launch_driver_api_warm";
     case Cold::kRawNoPrelude: return "raw_first_launch_no_prelude";
+    case Cold::kKpackInit: return "kpack_first_launch_after_init";
   }
   return "?";
 }
@@ -828,6 +833,7 @@ int run_cold(Cold kind, const std::string& fatbin) {
   void* args[] = {&x, &y, &out, &n};
   CUlibrary lib = nullptr;
   if (kind == Cold::kKpackPrefaulted) touch_embedded_fatbin("vector_add_f32_b128");
+  if (kind == Cold::kKpackInit) kpack_check(kpack_init(), "kpack_init");
   if (kind == Cold::kKpackDriverWarm) {
     kpack_check(kernels_vector_add_f32_b256(stream, x, y, out, n), "kernels_vector_add_f32_b256");
     buf.poison(stream);
@@ -842,6 +848,7 @@ int run_cold(Cold kind, const std::string& fatbin) {
   const Clock::time_point t0 = Clock::now();
   switch (kind) {
     case Cold::kKpackPrefaulted:
+    case Cold::kKpackInit:
     case Cold::kKpackDriverWarm:
     case Cold::kKpackDriverApiWarm:
     case Cold::kKpack:
@@ -891,8 +898,8 @@ int run_cold(Cold kind, const std::string& fatbin) {
 int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   const std::string fatbin = fatbin_path_in(fatbin_dir);
   const Cold kinds[] = {Cold::kKpack,           Cold::kRaw,          Cold::kCuda,         Cold::kKpackPrefaulted,
-                        Cold::kKpackDriverWarm, Cold::kKpackDriverApiWarm, Cold::kRawNoPrelude};
-  constexpr int kKinds = 7;
+                        Cold::kKpackDriverWarm, Cold::kKpackDriverApiWarm, Cold::kRawNoPrelude, Cold::kKpackInit};
+  constexpr int kKinds = 8;
   constexpr int kMain = 3;  // kinds[0..3) run every round
   diag_runs = std::min(diag_runs, runs);
   // samples[k][round]; NaN where the round did not run kind k.
@@ -915,6 +922,7 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
         case Cold::kKpackDriverWarm: args = {"--cold-kpack-driver-warm"}; break;
         case Cold::kKpackDriverApiWarm: args = {"--cold-kpack-driver-api-warm"}; break;
         case Cold::kRawNoPrelude: args = {"--cold-raw-no-prelude", fatbin}; break;
+        case Cold::kKpackInit: args = {"--cold-kpack-after-init"}; break;
       }
       args.insert(args.end(), {"--quiet", "--timeout", "60"});
       const std::string what = strf("the %s child (run %d)", cold_name(kinds[k]), i + 1);
@@ -950,7 +958,8 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
                {"kpack_prefaulted_over_raw", 1, 3},
                {"kpack_driver_warm_over_raw", 1, 4},
                {"kpack_driver_api_warm_over_raw", 1, 5},
-               {"kpack_over_raw_no_prelude", 6, 0}};
+               {"kpack_over_raw_no_prelude", 6, 0},
+               {"kpack_after_init_over_raw", 1, 7}};
   for (const auto& p : pairs) {
     // A ratio with a diagnostic on either side has no pairs without them.
     if ((p.self >= kMain || p.other >= kMain) && diag_runs == 0) continue;
@@ -1210,7 +1219,8 @@ int run_all(const std::string& fatbin_dir) {
                "  --batch N      launches per timed batch, 1..1024 (default 256)\n"
                "  --cold-runs N  fresh processes per cold variant in --all (default 36)\n"
                "  --cold-diagnostic-runs N  fresh processes per kpack cold diagnostic (prefaulted,\n"
-               "                 driver warm) in --all and --cold-repeat, 0 for none (default 8)\n"
+               "                 driver warm, after kpack_init, ...) in --all and --cold-repeat,\n"
+               "                 0 for none (default 8)\n"
                "  --timeout S    exit 124 after S seconds (default: per mode)\n"
                "  --quiet        no notes on stderr\n"
                "Exit: 0 ok, 1 error, 2 usage, 77 no CUDA device, 124 timed out.\n",
@@ -1248,7 +1258,8 @@ int main(int argc, char** argv) {
       set_mode(argv[i]);
       operand = need(i, a.c_str());
     } else if (a == "--cold-kpack" || a == "--cold-cuda" || a == "--lazy" || a == "--cold-kpack-prefaulted" ||
-               a == "--cold-kpack-driver-warm" || a == "--cold-kpack-driver-api-warm") {
+               a == "--cold-kpack-driver-warm" || a == "--cold-kpack-driver-api-warm" ||
+               a == "--cold-kpack-after-init") {
       set_mode(argv[i]);
     } else if (a == "--cold-repeat") {
       set_mode(argv[i]);
@@ -1285,6 +1296,7 @@ int main(int argc, char** argv) {
   if (mode == "--cold-kpack-prefaulted") return run_cold(Cold::kKpackPrefaulted, "");
   if (mode == "--cold-kpack-driver-warm") return run_cold(Cold::kKpackDriverWarm, "");
   if (mode == "--cold-kpack-driver-api-warm") return run_cold(Cold::kKpackDriverApiWarm, "");
+  if (mode == "--cold-kpack-after-init") return run_cold(Cold::kKpackInit, "");
   if (mode == "--cold-raw-no-prelude") return run_cold(Cold::kRawNoPrelude, operand);
   if (mode == "--cold-repeat") {
     arm_watchdog(580);

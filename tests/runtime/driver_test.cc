@@ -132,6 +132,38 @@ TEST_CASE("the driver is opened and initialized once for many launches", "[drive
   CHECK(fake.count("cuLaunchKernel") == 10);
 }
 
+TEST_CASE("kpack_init finds the driver once, ahead of the first launch", "[driver]") {
+  FakeDriver fake;
+  fake->set_initialized(1); // the application's cudaSetDevice(0)
+  CHECK(kpack_init() == KPACK_SUCCESS);
+  CHECK(fake.count("cuCtxGetDevice") == 1); // the probe: a context is current
+  CHECK(fake.count("cuInit") == 0);
+  CHECK(fake.count("cuLibraryLoadData") == 0); // no kernel loaded
+  CHECK(kpack_init() == KPACK_SUCCESS);     // found already: no driver call
+  CHECK(fake.count("cuCtxGetDevice") == 1);
+  CHECK(launch_vector_add() == KPACK_SUCCESS);
+  CHECK(fake.count("cuCtxGetDevice") == 2); // the launch's own
+  CHECK(fake.count("cuLaunchKernel") == 1);
+}
+
+TEST_CASE("kpack_init reports a missing driver or device, and a later call tries again", "[driver]") {
+  FakeDriver fake;
+  fx_set_driver_path("/nonexistent/libcuda.so.1");
+  CHECK(kpack_init() == KPACK_ERROR_DRIVER_NOT_FOUND);
+  CHECK(detail() ==
+        "/nonexistent/libcuda.so.1 could not be loaded (/nonexistent/libcuda.so.1: cannot open "
+        "shared object file: No such file or directory); an NVIDIA driver is needed to launch "
+        "kernels");
+  fx_set_driver_path(kpack_test::fake_path().c_str());
+  REQUIRE(fake->fail_next("cuInit", 100) == 0); // CUDA_ERROR_NO_DEVICE; no context is current
+  CHECK(kpack_init() == KPACK_ERROR_NO_DEVICE);
+  CHECK(kpack_last_cu_result() == 100);
+  CHECK(detail() == "cuInit(0) failed: CUDA_ERROR_NO_DEVICE (100)");
+  CHECK(kpack_init() == KPACK_SUCCESS);
+  CHECK(fake.count("cuInit") == 2);
+  CHECK(launch_vector_add() == KPACK_SUCCESS);
+}
+
 // ---- cuInit only when no context is current ------------------------------------------------
 
 TEST_CASE("with a context current the driver is loaded without cuInit", "[driver]") {
