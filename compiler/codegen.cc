@@ -79,8 +79,8 @@ class HeaderWriter {
               ".\n * The launcher runs the hinted build when every one of them is, as\n"
               " * Triton's JIT does, else the other; each is loaded on its first launch.\n";
     if (k.HasNarrowVariant())
-      out_ += std::string(k.HasAlignedVariant() ? " * And" : " * Variants: each specialization is") +
-              " built with these i64 params as i32 too:\n *   " + NarrowParams(k) +
+      out_ += std::string(k.HasAlignedVariant() ? " * Each of those builds is also made" : " * Variants: each specialization is also built") +
+              " with these i64 params as i32:\n *   " + NarrowParams(k) +
               ".\n * The launcher runs the i32 build when every one of them fits in 32 bits,\n"
               " * as Triton's JIT does; each build is loaded on its first launch.\n";
     out_ += " */\n\n";

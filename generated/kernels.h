@@ -342,7 +342,7 @@ kpack_status kernels_cross_entropy_bf16_b1024(kpack_stream stream, const kpack_b
  *   x, y and out.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
- * And built with these i64 params as i32 too:
+ * Each of those builds is also made with these i64 params as i32:
  *   n.
  * The launcher runs the i32 build when every one of them fits in 32 bits,
  * as Triton's JIT does; each build is loaded on its first launch.
@@ -405,7 +405,7 @@ kpack_status kernels_vector_add_triton_bf16_b4096_w4(kpack_stream stream, const 
  *   preds, targets, giou and valid.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
- * And built with these i64 params as i32 too:
+ * Each of those builds is also made with these i64 params as i32:
  *   num_boxes.
  * The launcher runs the i32 build when every one of them fits in 32 bits,
  * as Triton's JIT does; each build is loaded on its first launch.
@@ -520,7 +520,7 @@ kpack_status kernels_attention_mask_fill_triton_bf16_nocausal_t4096_w4(kpack_str
  *   inp, out, cols, in_row_stride and out_row_stride.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
- * And built with these i64 params as i32 too:
+ * Each of those builds is also made with these i64 params as i32:
  *   rows, cols, in_row_stride and out_row_stride.
  * The launcher runs the i32 build when every one of them fits in 32 bits,
  * as Triton's JIT does; each build is loaded on its first launch.
@@ -601,7 +601,7 @@ kpack_status kernels_softmax_triton_bf16_b32768_w16(kpack_stream stream, const k
  *   logits, vocab and row_stride.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
- * And built with these i64 params as i32 too:
+ * Each of those builds is also made with these i64 params as i32:
  *   rows, vocab, row_stride and ignore_index.
  * The launcher runs the i32 build when every one of them fits in 32 bits,
  * as Triton's JIT does; each build is loaded on its first launch.

@@ -119,7 +119,7 @@ kpack_status gk_mask_nocausal_t16(kpack_stream stream, uint8_t *out, int32_t q_l
  *   x, out and stride.
  * The launcher runs the hinted build when every one of them is, as
  * Triton's JIT does, else the other; each is loaded on its first launch.
- * And built with these i64 params as i32 too:
+ * Each of those builds is also made with these i64 params as i32:
  *   stride.
  * The launcher runs the i32 build when every one of them fits in 32 bits,
  * as Triton's JIT does; each build is loaded on its first launch.
