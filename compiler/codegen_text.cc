@@ -113,12 +113,9 @@ size_t CountApiSpecs(const std::vector<Specialization>& specs) {
   return n;
 }
 
-// "x, n and stride": the params that are `divisibility: auto`.
-std::string AutoParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.divisibility_auto; }); }
+namespace {
 
-// "n and stride": the params that are `width: auto`.
-std::string NarrowParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.width_auto; }); }
-
+// "a, b and c": the params `pick` selects, in order.
 std::string ParamList(const Kernel& k, bool (*pick)(const Param&)) {
   std::vector<std::string> names;
   for (const Param& p : k.params)
@@ -128,6 +125,15 @@ std::string ParamList(const Kernel& k, bool (*pick)(const Param&)) {
     out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return out;
 }
+
+}  // namespace
+
+// "x, n and stride": the params that are `divisibility: auto`.
+std::string AutoParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.divisibility_auto; }); }
+
+// "n and stride": the params that are `width: auto`.
+std::string NarrowParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.width_auto; }); }
+
 
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k) {

@@ -58,9 +58,6 @@ std::string AutoParams(const Kernel& k);
 // "n and stride": the params that are `width: auto`.
 std::string NarrowParams(const Kernel& k);
 
-// "a, b and c": the params `pick` selects, in order.
-std::string ParamList(const Kernel& k, bool (*pick)(const Param&));
-
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k);
 

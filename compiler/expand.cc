@@ -128,6 +128,10 @@ std::string Specialization::VariantName() const {
   return aligned ? "aligned" : narrow ? "i32" : "";
 }
 
+std::string Specialization::NameWithVariant() const {
+  return IsVariant() ? name + " (" + VariantName() + " variant)" : name;
+}
+
 std::string Specialization::Stem() const {
   return name + (aligned ? ".aligned" : "") + (narrow ? ".i32" : "");
 }

@@ -32,6 +32,9 @@ struct Specialization {
   unsigned VariantIndex() const { return (aligned ? 1u : 0u) | (narrow ? 2u : 0u); }
   // "aligned", "i32" or "aligned i32"; "" for the specialization itself.
   std::string VariantName() const;
+  // "softmax_f16 (aligned i32 variant)", or the name alone for the
+  // specialization itself: how labels and runtime messages name a build.
+  std::string NameWithVariant() const;
   // "T=f16, BLOCK=256" ("...; aligned variant"), for messages and docs.
   std::string Describe() const;
   // The name of its files (units, fatbin): name, or name + ".aligned",

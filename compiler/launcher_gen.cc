@@ -139,7 +139,7 @@ class LauncherWriter {
     // The name is what runtime messages say; kpack_describe() never sees a
     // variant's descriptor.
     out_ += "    " + std::to_string(kAbiVersion) + ", " + CString(pkg_.name) + ", " + CString(k.name) + ", " +
-            CString(s.IsVariant() ? s.name + " (" + s.VariantName() + " variant)" : s.name) + ",\n    " +
+            CString(s.NameWithVariant()) + ",\n    " +
             CString(s.symbol) + ", &" +
             pkg_.prefix + "_kpack_blobs[" + std::to_string(i) + "],\n";
     const std::vector<Arch> archs = k.BuildArchs();

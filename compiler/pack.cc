@@ -12,7 +12,7 @@ FatbinJob MakeFatbinJob(const Plan& plan, size_t begin, size_t end, const std::v
                         const PackOptions& o) {
   const Specialization& s = *plan.units[begin].spec;
   FatbinJob job;
-  job.label = "kernel '" + s.kernel->name + "' specialization " + s.name + (s.IsVariant() ? " (" + s.VariantName() + " variant)" : "");
+  job.label = "kernel '" + s.kernel->name + "' specialization " + s.NameWithVariant();
   job.output = o.work_dir + "/fatbins/" + s.Stem() + ".fatbin";
   job.argv = {o.toolchain.fatbinary, "-64"};
   job.argv.push_back("--ident=" + FatbinIdent(o.package, s, s.kernel->BuildMode()));  // what `kpack inspect` names
