@@ -209,13 +209,15 @@ static void clear_lazy(void) {
  *
  * In a process with a CUDA context libcuda.so.1 is already loaded (by the
  * CUDA runtime or the application), and RTLD_NOLOAD only finds it and
- * takes a reference.  RTLD_LAZY with it, because RTLD_NOW on a library that
- * was loaded lazily makes the loader bind all of its pending relocations
- * then and there.  The plain dlopen cost 6.5 us of a first launch on an
- * H100 (bench/RESULTS.md); bench/launch/cold_lookup.cu times the two.  A
- * library that is not loaded (no context yet, or the tests' fake drivers)
- * is loaded as before, with RTLD_NOW, so that a broken installation fails
- * here rather than inside a later call.
+ * takes a reference, with RTLD_LAZY so that it never asks the loader to
+ * bind a lazily loaded library's pending relocations.  Measured on an H100
+ * (bench/launch/cold_lookup.cc, bench/RESULTS.md) this saves nothing: the
+ * first dlopen in a fresh process costs about 6 us either way, in first
+ * touches of the loader's data, not in its work.  It is kept because it
+ * asks the loader for no more than the runtime needs.  A library that is
+ * not loaded (no context yet, or the tests' fake drivers) is loaded as
+ * before, with RTLD_NOW, so that a broken installation fails here rather
+ * than inside a later call.
  */
 static kpack_status open_driver(kpack_driver *t, CUdevice *device) {
   const char *path = driver_path();
@@ -301,46 +303,25 @@ static void *lazy_entry(const kpack_driver *d, kpack_lazy_entry e) {
   return sym;
 }
 
-/* See driver.h.  Each memcpy turns dlsym's void * into the function pointer
-   (see the size assertion above). */
-kpack_pfn_get_error_name kpack_rt_get_error_name(const kpack_driver *d) {
-  void *sym = lazy_entry(d, KPACK_LAZY_GET_ERROR_NAME);
-  kpack_pfn_get_error_name fn;
-  memcpy(&fn, &sym, sizeof fn);
-  return fn;
-}
+/* The lazy getters of driver.h, one per kpack_lazy_entry: each turns
+   lazy_entry's void * into its function pointer type with memcpy (see the
+   size assertion above). */
+#define KPACK_LAZY_GETTER(type, function, entry) \
+  type function(const kpack_driver *d) {          \
+    void *sym = lazy_entry(d, entry);             \
+    type fn;                                      \
+    memcpy(&fn, &sym, sizeof fn);                 \
+    return fn;                                    \
+  }
 
 /* See driver.h. */
-kpack_pfn_mem_get_info kpack_rt_mem_get_info(const kpack_driver *d) {
-  void *sym = lazy_entry(d, KPACK_LAZY_MEM_GET_INFO);
-  kpack_pfn_mem_get_info fn;
-  memcpy(&fn, &sym, sizeof fn);
-  return fn;
-}
-
-/* See driver.h. */
-kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d) {
-  void *sym = lazy_entry(d, KPACK_LAZY_LIBRARY_UNLOAD);
-  kpack_pfn_library_unload fn;
-  memcpy(&fn, &sym, sizeof fn);
-  return fn;
-}
-
-/* See driver.h. */
-kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d) {
-  void *sym = lazy_entry(d, KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
-  kpack_pfn_kernel_set_attribute fn;
-  memcpy(&fn, &sym, sizeof fn);
-  return fn;
-}
-
-/* See driver.h. */
-kpack_pfn_device_get_attribute kpack_rt_device_get_attribute(const kpack_driver *d) {
-  void *sym = lazy_entry(d, KPACK_LAZY_DEVICE_GET_ATTRIBUTE);
-  kpack_pfn_device_get_attribute fn;
-  memcpy(&fn, &sym, sizeof fn);
-  return fn;
-}
+KPACK_LAZY_GETTER(kpack_pfn_get_error_name, kpack_rt_get_error_name, KPACK_LAZY_GET_ERROR_NAME)
+KPACK_LAZY_GETTER(kpack_pfn_mem_get_info, kpack_rt_mem_get_info, KPACK_LAZY_MEM_GET_INFO)
+KPACK_LAZY_GETTER(kpack_pfn_library_unload, kpack_rt_library_unload, KPACK_LAZY_LIBRARY_UNLOAD)
+KPACK_LAZY_GETTER(kpack_pfn_kernel_set_attribute, kpack_rt_kernel_set_attribute,
+                  KPACK_LAZY_KERNEL_SET_ATTRIBUTE)
+KPACK_LAZY_GETTER(kpack_pfn_device_get_attribute, kpack_rt_device_get_attribute,
+                  KPACK_LAZY_DEVICE_GET_ATTRIBUTE)
 
 /* See driver.h. */
 kpack_status kpack_rt_fail_missing(kpack_lazy_entry e) {
