@@ -54,7 +54,9 @@ typedef struct kpack_kernel {
   const char *kernel;             /* manifest kernel name */
   const char *name;               /* specialization name */
   const char *entry;              /* kernel symbol inside the cubins */
-  const kpack_blob *fatbin;       /* the embedded fatbin */
+  const kpack_blob *fatbin;       /* the embedded fatbin; the driver reads it in
+                                     place, so it must stay valid and unchanged
+                                     while the process may launch k */
   const uint32_t *sass_archs;     /* arch codes with SASS in the fatbin */
   uint32_t num_sass_archs;
   const uint32_t *ptx_archs;      /* arch codes with PTX (manifest asked) */

@@ -8,8 +8,8 @@
  *  1. First launch anywhere in the process: load the driver (driver.c;
  *     only the entry points a first launch calls, no cuInit when a context
  *     is current, and the device its probe found is the launch's), then
- *     under g_load_lock load the fatbin with cuLibraryLoadData and look up
- *     its CUkernel.  The handle is published with a release store into
+ *     under g_load_lock load the fatbin with cuLibraryLoadData (in place:
+ *     see load_library) and look up its CUkernel.  The handle is published with a release store into
  *     state->kernel; the state joins g_loaded so kpack_unload_all finds it.
  *  2. First launch on a device with more than 48 KiB of dynamic shared
  *     memory (and each time a launch needs more than before): raise the
@@ -356,11 +356,26 @@ static kpack_status check_descriptor(const kpack_kernel *k) {
  * Loads k's fatbin and looks up its entry.  Called with g_load_lock held.
  * On success *library and *kernel hold the new handles; on failure nothing
  * stays loaded and *cu is the driver's CUresult.
+ *
+ * The fatbin is passed with CU_LIBRARY_BINARY_IS_PRESERVED: it is embedded
+ * in the program and outlives every library loaded from it (kpack_internal.h
+ * requires that of a descriptor), so the driver may read it in place instead
+ * of allocating and filling its own copy, which a first launch would pay
+ * for and which would stay in host memory for each loaded specialization.
+ * The option's value is an unsigned int carried in the pointer itself, as
+ * the driver API reads it; the driver may ignore the hint.  A CUDA 12 driver
+ * older than the option refuses it with CUDA_ERROR_INVALID_VALUE and gets
+ * the plain call instead, whose failure, if any, is the one reported.
  */
 static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
                                  CUlibrary *library, CUkernel *kernel, CUresult *cu) {
+  CUlibraryOption options[1] = {CU_LIBRARY_BINARY_IS_PRESERVED};
+  void *values[1] = {(void *)(uintptr_t)1};
   CUlibrary lib = NULL;
-  CUresult r = d->library_load_data(&lib, k->fatbin->data, NULL, NULL, 0, NULL, NULL, 0);
+  CUresult r = d->library_load_data(&lib, k->fatbin->data, NULL, NULL, 0, options, values, 1);
+  if (r == CUDA_ERROR_INVALID_VALUE) {
+    r = d->library_load_data(&lib, k->fatbin->data, NULL, NULL, 0, NULL, NULL, 0);
+  }
   *cu = r;
   if (r != CUDA_SUCCESS) {
     kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryLoadData", name_of(k));

@@ -116,6 +116,11 @@ static _Atomic(size_t) g_mem_total = (size_t)16 << 30;
 static _Atomic(int) g_max_smem_optin = 227 * 1024;
 static _Atomic(int) g_last_smem_attribute;
 static _Atomic(const void *) g_last_image;
+/* Whether the last successful cuLibraryLoadData was told the image is
+   preserved; whether library options are refused, as by a driver older than
+   CU_LIBRARY_BINARY_IS_PRESERVED. */
+static _Atomic(int) g_last_load_preserved;
+static _Atomic(int) g_reject_library_options;
 
 /* Per-thread current device; FAKE_CUDA_FOLLOW_DEFAULT: the default. */
 static _Thread_local int tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
@@ -453,8 +458,7 @@ static int image_runs_on_device(const char *image, int dev) {
   return image_has_code_for(image, cc);
 }
 
-/* Records the image and loads it if it is a fake fatbin; any option is
-   rejected, since kpack passes none. */
+/* Records the image and loads it if it is a fake fatbin or a real one. */
 EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
                                           CUjit_option *jitOptions, void **jitOptionsValues,
                                           unsigned int numJitOptions,
@@ -471,11 +475,23 @@ EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
   if (r != CUDA_SUCCESS) {
     return r;
   }
-  /* kpack passes no options; anything else would be a runtime bug. */
+  /* kpack passes no JIT options, and no library options or exactly
+     CU_LIBRARY_BINARY_IS_PRESERVED with the value 1 carried in the pointer
+     (cuda-python's encoding); anything else would be a runtime bug.  A
+     driver older than the option refuses every library option. */
   if (library == NULL || code == NULL || jitOptions != NULL || jitOptionsValues != NULL ||
-      numJitOptions != 0 || libraryOptions != NULL || libraryOptionValues != NULL ||
-      numLibraryOptions != 0) {
+      numJitOptions != 0) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  int preserved = 0;
+  if (numLibraryOptions != 0 || libraryOptions != NULL || libraryOptionValues != NULL) {
+    if (atomic_load_explicit(&g_reject_library_options, memory_order_relaxed) ||
+        numLibraryOptions != 1 || libraryOptions == NULL || libraryOptionValues == NULL ||
+        libraryOptions[0] != CU_LIBRARY_BINARY_IS_PRESERVED ||
+        libraryOptionValues[0] != (void *)(uintptr_t)1) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    preserved = 1;
   }
   if (strncmp((const char *)code, FAKE_CUDA_FATBIN_MAGIC, strlen(FAKE_CUDA_FATBIN_MAGIC)) != 0 &&
       !is_real_fatbin(code)) {
@@ -487,8 +503,11 @@ EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
   } else {
     fake_library *lib = &g_libraries[g_num_libraries++];
     lib->live = 1;
+    /* Read in place (never copied) whether or not it is preserved: the
+       runtime's images are static, and a test that frees one would see it. */
     lib->image = (const char *)code;
     *library = (CUlibrary)lib;
+    atomic_store_explicit(&g_last_load_preserved, preserved, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_live_libraries, 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&g_lock);
@@ -784,6 +803,8 @@ EXPORT void fake_cuda_reset(void) {
   atomic_store_explicit(&g_max_smem_optin, 227 * 1024, memory_order_relaxed);
   atomic_store_explicit(&g_last_smem_attribute, 0, memory_order_relaxed);
   atomic_store_explicit(&g_last_image, NULL, memory_order_relaxed);
+  atomic_store_explicit(&g_last_load_preserved, 0, memory_order_relaxed);
+  atomic_store_explicit(&g_reject_library_options, 0, memory_order_relaxed);
   atomic_store_explicit(&g_live_libraries, 0, memory_order_relaxed);
   tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
   tl_has_launch = 0;
@@ -852,6 +873,14 @@ EXPORT int fake_cuda_live_libraries(void) {
 
 EXPORT const void *fake_cuda_last_image(void) {
   return atomic_load_explicit(&g_last_image, memory_order_relaxed);
+}
+
+EXPORT int fake_cuda_last_load_preserved(void) {
+  return atomic_load_explicit(&g_last_load_preserved, memory_order_relaxed);
+}
+
+EXPORT void fake_cuda_set_reject_library_options(int reject) {
+  atomic_store_explicit(&g_reject_library_options, reject != 0, memory_order_relaxed);
 }
 
 EXPORT int fake_cuda_last_smem_attribute(void) {

@@ -134,6 +134,13 @@ typedef struct fake_cuda_api {
      still alive (after the call they are the caller's dead stack).  Reset
      clears it on the calling thread. */
   void (*set_launch_hook)(void (*hook)(const fake_cuda_launch *launch));
+  /* Whether the last successful cuLibraryLoadData passed
+     CU_LIBRARY_BINARY_IS_PRESERVED (the image is read in place). */
+  int (*last_load_preserved)(void);
+  /* 1: cuLibraryLoadData refuses any library option with
+     CUDA_ERROR_INVALID_VALUE, as a driver older than
+     CU_LIBRARY_BINARY_IS_PRESERVED would.  Reset clears it. */
+  void (*set_reject_library_options)(int reject);
 } fake_cuda_api;
 
 /*
@@ -148,7 +155,8 @@ static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
       "fake_cuda_count", "fake_cuda_count_on_device", "fake_cuda_live_libraries",
       "fake_cuda_last_image", "fake_cuda_last_smem_attribute", "fake_cuda_stream",
       "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized",
-      "fake_cuda_set_launch_hook"};
+      "fake_cuda_set_launch_hook", "fake_cuda_last_load_preserved",
+      "fake_cuda_set_reject_library_options"};
   /* The members are function pointers in declaration order, all of the size
      of void * (POSIX), so they are filled as an array; memcpy because C and
      C++ have no portable void * to function pointer conversion. */

@@ -85,6 +85,7 @@ TEST_CASE("the first launch loads the fatbin and launches its CUkernel with the 
 
   CHECK(fake.count("cuLibraryLoadData") == 1);
   CHECK(fake->last_image() == fx_fatbin_data(FX_VECTOR_ADD));
+  CHECK(fake->last_load_preserved() == 1); // read in place, not copied
   CHECK(fake.count("cuLibraryGetKernel") == 1);
   CHECK(fake.count("cuKernelGetFunction") == 0);
   CHECK(fake.count("cuKernelSetAttribute") == 0);
@@ -108,6 +109,30 @@ TEST_CASE("the first launch loads the fatbin and launches its CUkernel with the 
     CHECK(l.param_values[i] == args.slots[i]);
   }
   CHECK(l.extra == nullptr);
+}
+
+TEST_CASE("a driver that refuses CU_LIBRARY_BINARY_IS_PRESERVED gets the plain load",
+          "[launch]") {
+  FakeDriver fake;
+  fake->set_reject_library_options(1);
+  Args args;
+  REQUIRE(fx_launch(FX_VECTOR_ADD, nullptr, 1, 1, 1, 256, 1, 1, 0, args.slots) ==
+          KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryLoadData") == 2); // refused with the option, then loaded
+  CHECK(fake->last_image() == fx_fatbin_data(FX_VECTOR_ADD));
+  CHECK(fake->last_load_preserved() == 0);
+  CHECK(fake->live_libraries() == 1);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
+
+  // Only CUDA_ERROR_INVALID_VALUE is taken for a refused option: any other
+  // failure is reported as it came, without a second call.
+  REQUIRE(kpack_unload_all() == KPACK_SUCCESS);
+  REQUIRE(fake->fail_next("cuLibraryLoadData", 200) == 0); // CUDA_ERROR_INVALID_IMAGE
+  CHECK(fx_launch(FX_VECTOR_ADD, nullptr, 1, 1, 1, 256, 1, 1, 0, args.slots) ==
+        KPACK_ERROR_LOAD_FAILED);
+  CHECK(kpack_last_cu_result() == 200);
+  CHECK(fake.count("cuLibraryLoadData") == 3);
+  CHECK(fake->live_libraries() == 0);
 }
 
 TEST_CASE("after first use a launch is cuCtxGetDevice plus cuLaunchKernel", "[launch]") {
