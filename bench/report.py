@@ -84,16 +84,17 @@ def launch_section(launch, jit, out):
 
 def cold_section(launch, jit, out):
     out.append("## 3. Cold first launch (fresh process, context already created)\n")
-    out.append("| path | time | ratio to bare cuLibraryLoadData + launch |")
-    out.append("| --- | --- | --- |")
+    out.append("| path | time | ratio to bare cuLibraryLoadData + launch | minor page faults in the timed region |")
+    out.append("| --- | --- | --- | --- |")
     raw = find(launch, "cold", "raw_first_launch")
     for name in ["raw_first_launch", "kpack_first_launch", "cuda_chevrons_first_launch",
                  "kpack_first_launch_prefaulted", "kpack_first_launch_driver_warm",
                  "kpack_first_launch_driver_api_warm", "raw_first_launch_no_prelude",
-                 "kpack_first_launch_after_init"]:
+                 "kpack_first_launch_after_init", "raw_first_launch_preserved"]:
         r = find(launch, "cold", name)
         ratio = (r["value"] / raw["value"]) if (r and raw and raw["value"]) else None
-        out.append(f"| {name} | {fmt(r and r['value'], 1)} us | {fmt(ratio, 2)} |")
+        faults = r and r.get("median_minor_faults")
+        out.append(f"| {name} | {fmt(r and r['value'], 1)} us | {fmt(ratio, 2)} | {fmt(faults, 0)} |")
     pair = find(launch, "cold_ratio", "kpack_over_raw")
     if pair:
         out.append(f"\nkpack / raw, paired by run: **{fmt(pair['value'], 2)}x** "
@@ -105,7 +106,10 @@ def cold_section(launch, jit, out):
                         ("kpack_over_raw_no_prelude",
                          "against the raw path without that prelude (dlopen + dlsym only)"),
                         ("kpack_after_init_over_raw",
-                         "after kpack_init() at start-up (the driver found before the clock, as the raw path's)")]:
+                         "after kpack_init() at start-up (the driver found before the clock, as the raw path's)"),
+                        ("kpack_over_raw_preserved",
+                         "against the raw path with CU_LIBRARY_BINARY_IS_PRESERVED, as kpack loads"),
+                        ("raw_preserved_over_raw", "(raw with that option / raw without it)")]:
         r = find(launch, "cold_ratio", name)
         if r:
             out.append(f"- kpack / raw {label}: {fmt(r['value'], 2)}x")

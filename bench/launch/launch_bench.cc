@@ -486,8 +486,16 @@ std::string module_loading() {
 }
 
 // The CUkernel of kSpec from `image`, loaded as a library of its own.
-CUkernel load_raw_kernel(const std::vector<unsigned char>& image, CUlibrary* lib, const Driver& d = driver()) {
-  cu_check(d.library_load_data(lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cuLibraryLoadData");
+// `preserved`: with CU_LIBRARY_BINARY_IS_PRESERVED, as kpack's runtime loads
+// its embedded fatbins (the driver may read the image in place instead of
+// copying it); the bare baseline passes no option.
+CUkernel load_raw_kernel(const std::vector<unsigned char>& image, CUlibrary* lib, const Driver& d = driver(),
+                         bool preserved = false) {
+  CUlibraryOption option = CU_LIBRARY_BINARY_IS_PRESERVED;
+  void* value = reinterpret_cast<void*>(uintptr_t{1});
+  cu_check(preserved ? d.library_load_data(lib, image.data(), nullptr, nullptr, 0, &option, &value, 1)
+                     : d.library_load_data(lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+           "cuLibraryLoadData");
   CUkernel k = nullptr;
   cu_check(d.library_get_kernel(&k, *lib, kEntry), "cuLibraryGetKernel");
   return k;
@@ -570,15 +578,16 @@ void require_child_ok(const ChildResult& r, const std::string& what) {
   fatal("%s ended with wait status %d", what.c_str(), r.status);
 }
 
-// The "value" of the JSON line a cold child printed.
-double value_of(const std::string& out, const std::string& what) {
-  const std::string key = "\"value\": ";
+// The "value" (or another numeric field) of the JSON line a cold child
+// printed.
+double value_of(const std::string& out, const std::string& what, const char* field = "value") {
+  const std::string key = std::string("\"") + field + "\": ";
   const size_t at = out.find(key);
-  if (at == std::string::npos) fatal("%s printed no JSON value: '%s'", what.c_str(), out.c_str());
+  if (at == std::string::npos) fatal("%s printed no JSON %s: '%s'", what.c_str(), field, out.c_str());
   const char* start = out.c_str() + at + key.size();
   char* end = nullptr;
   const double v = std::strtod(start, &end);
-  if (end == start || !std::isfinite(v)) fatal("%s printed a bad value: '%s'", what.c_str(), out.c_str());
+  if (end == start || !std::isfinite(v)) fatal("%s printed a bad %s: '%s'", what.c_str(), field, out.c_str());
   return v;
 }
 
@@ -760,6 +769,9 @@ enum class Cold {
   // resolves its driver table before its clock: the engine's view when it
   // finds the driver at start.
   kKpackInit,
+  // The raw path with CU_LIBRARY_BINARY_IS_PRESERVED, the option kpack's
+  // runtime loads with: what the option itself is worth to the driver.
+  kRawPreserved,
 };
 
 const char* cold_name(Cold c) {
@@ -772,6 +784,7 @@ const char* cold_name(Cold c) {
     case Cold::kKpackDriverApiWarm: return "kpack_first_launch_driver_api_warm";
     case Cold::kRawNoPrelude: return "raw_first_launch_no_prelude";
     case Cold::kKpackInit: return "kpack_first_launch_after_init";
+    case Cold::kRawPreserved: return "raw_first_launch_preserved";
   }
   return "?";
 }
@@ -808,10 +821,10 @@ void touch_embedded_fatbin(const char* name) {
 int run_cold(Cold kind, const std::string& fatbin) {
   arm_watchdog(60);
   std::vector<unsigned char> image;
-  const bool raw = kind == Cold::kRaw || kind == Cold::kRawNoPrelude;
+  const bool raw = kind == Cold::kRaw || kind == Cold::kRawNoPrelude || kind == Cold::kRawPreserved;
   if (raw) image = read_fatbin(fatbin);
   open_device();
-  if (kind == Cold::kRaw || kind == Cold::kKpackDriverApiWarm) {
+  if (kind == Cold::kRaw || kind == Cold::kRawPreserved || kind == Cold::kKpackDriverApiWarm) {
     driver();
     require_current_context();
   }
@@ -855,9 +868,10 @@ int run_cold(Cold kind, const std::string& fatbin) {
       kpack_check(kernels_vector_add_f32_b128(stream, x, y, out, n), "kernels_vector_add_f32_b128");
       break;
     case Cold::kRaw:
+    case Cold::kRawPreserved:
     case Cold::kRawNoPrelude: {
-      const Driver& d = kind == Cold::kRaw ? driver() : bare;
-      const CUkernel k = load_raw_kernel(image, &lib, d);
+      const Driver& d = kind == Cold::kRawNoPrelude ? bare : driver();
+      const CUkernel k = load_raw_kernel(image, &lib, d, kind == Cold::kRawPreserved);
       cu_check(d.launch_kernel(reinterpret_cast<CUfunction>(k), vector_add_grid(n), 1, 1, kChevronsBlock, 1, 1, 0,
                                stream, args, nullptr),
                "cuLaunchKernel");
@@ -898,13 +912,17 @@ int run_cold(Cold kind, const std::string& fatbin) {
 int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   const std::string fatbin = fatbin_path_in(fatbin_dir);
   const Cold kinds[] = {Cold::kKpack,           Cold::kRaw,          Cold::kCuda,         Cold::kKpackPrefaulted,
-                        Cold::kKpackDriverWarm, Cold::kKpackDriverApiWarm, Cold::kRawNoPrelude, Cold::kKpackInit};
-  constexpr int kKinds = 8;
+                        Cold::kKpackDriverWarm, Cold::kKpackDriverApiWarm, Cold::kRawNoPrelude, Cold::kKpackInit,
+                        Cold::kRawPreserved};
+  constexpr int kKinds = 9;
   constexpr int kMain = 3;  // kinds[0..3) run every round
   diag_runs = std::min(diag_runs, runs);
-  // samples[k][round]; NaN where the round did not run kind k.
+  // samples[k][round]; NaN where the round did not run kind k.  faults:
+  // the minor page faults inside each sample's timed region.
   std::vector<double> samples[kKinds];
+  std::vector<double> faults[kKinds];
   for (auto& v : samples) v.assign(static_cast<size_t>(runs), std::nan(""));
+  for (auto& v : faults) v.assign(static_cast<size_t>(runs), std::nan(""));
   note("cold: %d fresh processes per variant, %d per diagnostic variant\n", runs, diag_runs);
   const auto start = Clock::now();
   for (int i = 0; i < runs; ++i) {
@@ -923,12 +941,14 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
         case Cold::kKpackDriverApiWarm: args = {"--cold-kpack-driver-api-warm"}; break;
         case Cold::kRawNoPrelude: args = {"--cold-raw-no-prelude", fatbin}; break;
         case Cold::kKpackInit: args = {"--cold-kpack-after-init"}; break;
+        case Cold::kRawPreserved: args = {"--cold-raw-preserved", fatbin}; break;
       }
       args.insert(args.end(), {"--quiet", "--timeout", "60"});
       const std::string what = strf("the %s child (run %d)", cold_name(kinds[k]), i + 1);
       const ChildResult r = run_self(args, true);
       require_child_ok(r, what);
       samples[k][static_cast<size_t>(i)] = value_of(r.out, what);
+      faults[k][static_cast<size_t>(i)] = value_of(r.out, what, "minor_faults");
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -944,6 +964,7 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
     add_spread(j, st[k])
         .add("median_ci95_lo", ci.first)
         .add("median_ci95_hi", ci.second)
+        .add("median_minor_faults", stats_of(present(faults[k])).median)
         .add("runs", static_cast<double>(v.size()))
         .add("module_loading", module_loading())
         .emit();
@@ -959,7 +980,9 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
                {"kpack_driver_warm_over_raw", 1, 4},
                {"kpack_driver_api_warm_over_raw", 1, 5},
                {"kpack_over_raw_no_prelude", 6, 0},
-               {"kpack_after_init_over_raw", 1, 7}};
+               {"kpack_after_init_over_raw", 1, 7},
+               {"raw_preserved_over_raw", 1, 8},
+               {"kpack_over_raw_preserved", 8, 0}};
   for (const auto& p : pairs) {
     // A ratio with a diagnostic on either side has no pairs without them.
     if ((p.self >= kMain || p.other >= kMain) && diag_runs == 0) continue;
@@ -1207,6 +1230,7 @@ int run_all(const std::string& fatbin_dir) {
                "                             <<<>>>, kpack dispatcher, <<<>>> + cudaGetLastError\n"
                "  --cold-kpack               first kpack launch in this process (one JSON line)\n"
                "  --cold-raw FATBIN          first cuLibraryLoadData + cuLaunchKernel in this process\n"
+               "  --cold-raw-preserved FATBIN  the same with CU_LIBRARY_BINARY_IS_PRESERVED, as kpack loads\n"
                "  --cold-cuda                first <<<>>> launch in this process\n"
                "  --cold-repeat N FATBIN_DIR the cold modes N times each in fresh processes (the two\n"
                "                             kpack diagnostics --cold-diagnostic-runs times)\n"
@@ -1254,7 +1278,8 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--launch" || a == "--cold-raw" || a == "--cold-raw-no-prelude" || a == "--all") {
+    if (a == "--launch" || a == "--cold-raw" || a == "--cold-raw-no-prelude" || a == "--cold-raw-preserved" ||
+        a == "--all") {
       set_mode(argv[i]);
       operand = need(i, a.c_str());
     } else if (a == "--cold-kpack" || a == "--cold-cuda" || a == "--lazy" || a == "--cold-kpack-prefaulted" ||
@@ -1298,6 +1323,7 @@ int main(int argc, char** argv) {
   if (mode == "--cold-kpack-driver-api-warm") return run_cold(Cold::kKpackDriverApiWarm, "");
   if (mode == "--cold-kpack-after-init") return run_cold(Cold::kKpackInit, "");
   if (mode == "--cold-raw-no-prelude") return run_cold(Cold::kRawNoPrelude, operand);
+  if (mode == "--cold-raw-preserved") return run_cold(Cold::kRawPreserved, operand);
   if (mode == "--cold-repeat") {
     arm_watchdog(580);
     return run_cold_repeat(repeat, std::min(repeat, g_opt.cold_diag_runs), operand);
