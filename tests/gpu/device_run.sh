@@ -9,6 +9,8 @@
 #   faults_check          the runtime's fault statuses from the real driver
 #                         (no context, bad streams, wrong/destroyed context,
 #                         out of memory while loading, no device, no libcuda)
+#   gpu_smem_check        launches above 48 KiB of dynamic shared memory, up
+#                         to the device's opt-in maximum, and one beyond it
 # Logs go to $OUT (or ./device-out).  Prints one summary line per check.
 set -u
 out=${OUT:-device-out}
@@ -34,5 +36,6 @@ run gpu_arch_check           $bin/gpu_arch_check
 run gpu_arch_check_sm80      CUDA_DISABLE_PTX_JIT=1 $bin/gpu_arch_check_sm80
 run consumer_c99             $bin/consumer_c99
 run faults_check             $bin/faults_check
+run gpu_smem_check           $bin/gpu_smem_check
 grep -h -E '^(FAIL|device sm_|launch without)' "$out"/*.log | head -40
 exit $status
