@@ -111,7 +111,7 @@ struct Batch {
 
 // Fills elements [cs, ce) of request (ql, kl) whose block starts at slot
 // coordinate base (see below); cs < ce.  All 256 threads call it.
-template <typename T, bool CAUSAL, int TILE>
+template <typename T, bool CAUSAL, int TILE, bool ALIGN_LINES>
 __device__ __forceinline__ void fill_range(T* mask, int64_t pre, int64_t base, int32_t ql, int32_t kl,
                                            FastDiv kdiv, int64_t cs, int64_t ce, int tid) {
   using namespace kpack_tpl;
@@ -151,7 +151,10 @@ __device__ __forceinline__ void fill_range(T* mask, int64_t pre, int64_t base, i
   const int32_t o_a = static_cast<int32_t>(sa * VEC - g0);  // range offset of slot sa (< VEC)
   const int32_t nslots = sb > sa ? static_cast<int32_t>(sb - sa) : 0;
 
-  for (int32_t i = tid; i < nslots; i += kThreads) {
+  // lead: slots between the 128-byte line boundary and slot sa.
+  const int32_t lead = ALIGN_LINES ? static_cast<int32_t>((reinterpret_cast<uintptr_t>(slot_a) >> 4) & 7u) : 0;
+  for (int32_t i = tid - lead; i < nslots; i += kThreads) {
+    if (ALIGN_LINES && i < 0) continue;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if constexpr (CAUSAL) {
       const uint32_t d = static_cast<uint32_t>(o_a + i * VEC) + k0;
@@ -207,7 +210,7 @@ __device__ __forceinline__ void fill_range(T* mask, int64_t pre, int64_t base, i
 
 }  // namespace kpack_mask
 
-template <typename T, bool CAUSAL, int TILE>
+template <typename T, bool CAUSAL, int TILE, bool ALIGN_LINES = true>
 __device__ __forceinline__ void attention_mask_fill(const int32_t* q_len, const int32_t* kv_len,
                                                     const int64_t* mask_offsets, T* mask,
                                                     int32_t num_requests, int32_t max_q_len,
@@ -290,7 +293,7 @@ __device__ __forceinline__ void attention_mask_fill(const int32_t* q_len, const 
       const uint32_t mul = sb.div_mul[lo];
       const kpack_mask::FastDiv kdiv = {
           mul, mul != 0 ? 31u - static_cast<uint32_t>(__clz(static_cast<uint32_t>(kl) - 1)) : 0u};
-      kpack_mask::fill_range<T, CAUSAL, TILE>(mask, pre, sb.offset[lo] + pre, ql, kl, kdiv, cs,
+      kpack_mask::fill_range<T, CAUSAL, TILE, ALIGN_LINES>(mask, pre, sb.offset[lo] + pre, ql, kl, kdiv, cs,
                                               min64(cs + TILE, len), tid);
     }
     __syncthreads();  // the next batch overwrites sb
