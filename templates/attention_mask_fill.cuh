@@ -34,9 +34,10 @@
 //
 // Each request's block is contiguous, so an item is a flat range of the
 // mask.  Stores are 16-byte vectors on 16-byte-aligned addresses whatever
-// kv_len and the offsets are (even for 3-wide rows); the partial vectors at
-// the ends of a range are written element by element, so neighbouring
-// requests sharing a 16-byte word never overlap.  A causal vector inside one
+// kv_len and the offsets are (even for 3-wide rows), each warp's 32 of them
+// on whole 128-byte lines; the partial vectors at the ends of a range are
+// written element by element, so neighbouring requests sharing a 16-byte
+// word never overlap.  A causal vector inside one
 // mask row is a step (allowed up to a column, masked after it): one
 // comparison per element against that column, the row found with a
 // multiply-shift division precomputed per request.
@@ -111,7 +112,7 @@ struct Batch {
 
 // Fills elements [cs, ce) of request (ql, kl) whose block starts at slot
 // coordinate base (see below); cs < ce.  All 256 threads call it.
-template <typename T, bool CAUSAL, int TILE, bool ALIGN_LINES>
+template <typename T, bool CAUSAL, int TILE>
 __device__ __forceinline__ void fill_range(T* mask, int64_t pre, int64_t base, int32_t ql, int32_t kl,
                                            FastDiv kdiv, int64_t cs, int64_t ce, int tid) {
   using namespace kpack_tpl;
@@ -151,10 +152,14 @@ __device__ __forceinline__ void fill_range(T* mask, int64_t pre, int64_t base, i
   const int32_t o_a = static_cast<int32_t>(sa * VEC - g0);  // range offset of slot sa (< VEC)
   const int32_t nslots = sb > sa ? static_cast<int32_t>(sb - sa) : 0;
 
-  // lead: slots between the 128-byte line boundary and slot sa.
-  const int32_t lead = ALIGN_LINES ? static_cast<int32_t>((reinterpret_cast<uintptr_t>(slot_a) >> 4) & 7u) : 0;
-  for (int32_t i = tid - lead; i < nslots; i += kThreads) {
-    if (ALIGN_LINES && i < 0) continue;
+  // Thread tid writes the slots at position tid of a 256-slot stretch that
+  // starts on a 128-byte line (lead slots before slot sa), so each warp's 32
+  // vectors fill 4 whole lines instead of straddling 5.  A request that
+  // starts mid-line made every warp of it straddle: the f32 ragged batch of
+  // bench/ ran at 0.88 of the copy ceiling that way, 1.01 line-aligned
+  // (bench/RESULTS.md, 2026-11-23 night).
+  const int32_t lead = static_cast<int32_t>((reinterpret_cast<uintptr_t>(slot_a) >> 4) & 7u);
+  for (int32_t i = tid >= lead ? tid - lead : tid - lead + kThreads; i < nslots; i += kThreads) {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if constexpr (CAUSAL) {
       const uint32_t d = static_cast<uint32_t>(o_a + i * VEC) + k0;
@@ -210,7 +215,7 @@ __device__ __forceinline__ void fill_range(T* mask, int64_t pre, int64_t base, i
 
 }  // namespace kpack_mask
 
-template <typename T, bool CAUSAL, int TILE, bool ALIGN_LINES = true>
+template <typename T, bool CAUSAL, int TILE>
 __device__ __forceinline__ void attention_mask_fill(const int32_t* q_len, const int32_t* kv_len,
                                                     const int64_t* mask_offsets, T* mask,
                                                     int32_t num_requests, int32_t max_q_len,
@@ -293,7 +298,7 @@ __device__ __forceinline__ void attention_mask_fill(const int32_t* q_len, const 
       const uint32_t mul = sb.div_mul[lo];
       const kpack_mask::FastDiv kdiv = {
           mul, mul != 0 ? 31u - static_cast<uint32_t>(__clz(static_cast<uint32_t>(kl) - 1)) : 0u};
-      kpack_mask::fill_range<T, CAUSAL, TILE, ALIGN_LINES>(mask, pre, sb.offset[lo] + pre, ql, kl, kdiv, cs,
+      kpack_mask::fill_range<T, CAUSAL, TILE>(mask, pre, sb.offset[lo] + pre, ql, kl, kdiv, cs,
                                               min64(cs + TILE, len), tid);
     }
     __syncthreads();  // the next batch overwrites sb

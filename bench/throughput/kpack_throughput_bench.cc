@@ -904,6 +904,9 @@ std::vector<MaskShape> mask_shapes() {
   std::vector<MaskShape> v;
   // A prefill batch, as in the issue: 64 requests of 2048 tokens.
   v.push_back({"64 x q=kv=2048", std::vector<int32_t>(64, 2048), std::vector<int32_t>(64, 2048)});
+  // The same at 2047 tokens: every request's block starts mid-line (the
+  // Triton twin's bench runs it too, bench/triton/triton_throughput.py).
+  v.push_back({"64 x q=kv=2047", std::vector<int32_t>(64, 2047), std::vector<int32_t>(64, 2047)});
   // Long-context prefill: 1G mask elements (4 GiB f32, 2 GiB f16).
   v.push_back({"16 x q=kv=8192", std::vector<int32_t>(16, 8192), std::vector<int32_t>(16, 8192)});
   // A continuous-batching step, shuffled: 96 chunked prefills (q 256-2048
