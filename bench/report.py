@@ -113,6 +113,9 @@ def cold_section(launch, jit, out):
         r = find(launch, "cold_ratio", name)
         if r:
             out.append(f"- kpack / raw {label}: {fmt(r['value'], 2)}x")
+    init = find(launch, "cold", "kpack_first_launch_after_init")
+    if init and init.get("median_init_us") is not None:
+        out.append(f"- kpack_init() itself, outside that clock: {fmt(init['median_init_us'], 1)} us median")
     for name, label in [("first_call_fresh_cache", "Triton, first call in a process, fresh cache"),
                         ("new_constexpr_fresh_cache", "Triton, first call for a new constexpr value, fresh cache"),
                         ("first_call_warm_disk_cache", "Triton, first call in a process, warm disk cache"),
