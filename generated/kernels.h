@@ -142,7 +142,7 @@ kpack_status kernels_giou_loss_bf16_b256(kpack_stream stream, const kpack_bf16 *
  * Ragged additive attention mask: request r fills the row-major q_len[r] x kv_len[r] block at mask + mask_offsets[r] (the exclusive prefix sum of q_len * kv_len) with 0 where allowed and -inf where masked; allowed is k <= kv_len - q_len + q when CAUSAL, always otherwise.  q_len, kv_len and mask_offsets are device arrays; num_requests, max_q_len and max_kv_len only size the grid.  Nothing outside the requests' blocks is written. Blocks share out TILE-element work items of the requests actually present (a prefix sum over each batch of 512 requests), so ragged batches cost what their elements cost.
  *
  * Source: ../templates/attention_mask_fill.cuh (CUDA entry attention_mask_fill), built for sm_80,sm_90.
- * Launch: grid (min(4096, cdiv(max_q_len * max_kv_len, TILE) * min(num_requests, 512)), min(cdiv(num_requests, 512), 65535)), block (256), dynamic shared memory 0 bytes.
+ * Launch: grid (min(max(4096, TILE), cdiv(max_q_len * max_kv_len, TILE) * min(num_requests, 512)), min(cdiv(num_requests, 512), 65535)), block (256), dynamic shared memory 0 bytes.
  */
 
 /* One built combination of attention_mask_fill's constexprs. */

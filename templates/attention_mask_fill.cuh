@@ -10,8 +10,9 @@
 //                  request's block: the exclusive prefix sum of q_len*kv_len
 //   mask           T*  the packed mask
 //   num_requests, max_q_len, max_kv_len  int32_t
-// Launch: block = 256, grid = (min(4096, cdiv(max_q_len * max_kv_len, TILE)
-// * min(num_requests, 512)), min(cdiv(num_requests, 512), 65535)).
+// Launch: block = 256, grid = (min(max(4096, TILE), cdiv(max_q_len *
+// max_kv_len, TILE) * min(num_requests, 512)), min(cdiv(num_requests, 512),
+// 65535)).
 //
 // Request r owns the row-major q_len[r] x kv_len[r] block at
 // mask + mask_offsets[r]: element (q, k) is 0 where attention is allowed and
