@@ -60,6 +60,13 @@ MUTANTS = [
      "  return check_archs(k, dev, *cc, r);", "  return KPACK_SUCCESS;", RUNTIME),
     ("the compute capability read again each time", "runtime/kpack_runtime.c",
      "  if (known != 0) {", "  if (0) {", RUNTIME),
+    # The fatbin is loaded in place, with a plain retry for a driver that
+    # predates the option (kpack_runtime.c, load_library).
+    ("the fatbin loaded without CU_LIBRARY_BINARY_IS_PRESERVED", "runtime/kpack_runtime.c",
+     "k->fatbin->data, NULL, NULL, 0, options, values, 1);", "k->fatbin->data, NULL, NULL, 0, NULL, NULL, 0);",
+     RUNTIME),
+    ("no plain load when the option is refused", "runtime/kpack_runtime.c",
+     "  if (r == CUDA_ERROR_INVALID_VALUE) {", "  if (0) {", RUNTIME),
     # The first launch skips cuInit only when a context is current.
     ("cuInit skipped without a current context", "runtime/driver.c",
      "if (t->ctx_get_device(device) == CUDA_SUCCESS) {", "if (1) {", RUNTIME),
