@@ -290,9 +290,10 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 }
 
 // Threads per row in the row kernels (softmax, cross-entropy): the
-// smallest group of 8, 16, 32, 64 or 128 threads that holds the row in BPT
-// bytes per thread (BPT / 16 vectors: softmax's register cache), else the
-// whole block.  Short rows thus share a warp and mid-sized rows share a
+// smallest group of 8, 16, 32, 64 or 128 threads (up to MAXG, a power of
+// two below BLOCK: softmax allows 256 at BLOCK = 1024) that holds the row in
+// BPT bytes per thread (BPT / 16 vectors: softmax's register cache), else
+// the whole block.  Short rows thus share a warp and mid-sized rows share a
 // block, so every thread has the same vectors in flight whatever the row
 // length, and a block handles BLOCK / row_group rows.  The manifests' grid
 // expressions compute the same rows per block from the same thresholds:
@@ -300,29 +301,40 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 //     + (BLOCK/32 - BLOCK/64) [bytes <= 32 BPT] + (BLOCK/16 - BLOCK/32) [bytes <= 16 BPT]
 //     + (BLOCK/8 - BLOCK/16) [bytes <= 8 BPT]
 // with bytes = max(0, cols) * sizeof(T) and [bytes <= X] written as
-// (1 - min(1, bytes / (X + 1))).  A group is at least 8 threads, so it
-// covers the < 16/sizeof(T) head and tail elements of a row.
-template <typename T, int BLOCK, int BPT>
+// (1 - min(1, bytes / (X + 1))); with MAXG = 256 the first term becomes
+// (BLOCK/256 - 1) [bytes <= 256 BPT] + (BLOCK/128 - BLOCK/256) [bytes <= 128 BPT].
+// A group is at least 8 threads, so it covers the < 16/sizeof(T) head and
+// tail elements of a row.
+template <typename T, int BLOCK, int BPT, int MAXG = 128>
 __device__ __forceinline__ int row_group(int64_t cols) {
   static_assert(BLOCK >= 256 && (BLOCK & (BLOCK - 1)) == 0, "row kernels need BLOCK = 256, 512 or 1024");
+  static_assert(MAXG >= 128 && (MAXG & (MAXG - 1)) == 0 && (MAXG == 128 || MAXG < BLOCK),
+                "MAXG is 128, or a larger power of two below BLOCK");
   const int64_t bytes = (cols > 0 ? cols : 0) * static_cast<int64_t>(sizeof(T));
-  for (int g = 8; g <= 128; g *= 2) {
+  for (int g = 8; g <= MAXG; g *= 2) {
     if (bytes <= static_cast<int64_t>(g) * BPT) return g;
   }
   return BLOCK;
 }
 
-// Calls f(IntC<G>{}) with G = row_group<T, BLOCK, BPT>(cols), so the row
-// code is compiled once per group size with G a constant.
-template <typename T, int BLOCK, int BPT, typename F>
+// Calls f(IntC<G>{}) with G = row_group<T, BLOCK, BPT, MAXG>(cols), so the
+// row code is compiled once per group size with G a constant.
+template <typename T, int BLOCK, int BPT, int MAXG = 128, typename F>
 __device__ __forceinline__ void with_row_group(int64_t cols, F&& f) {
-  switch (row_group<T, BLOCK, BPT>(cols)) {
+  const int g = row_group<T, BLOCK, BPT, MAXG>(cols);
+  if (g == BLOCK) {
+    f(IntC<BLOCK>{});
+    return;
+  }
+  switch (g) {
     case 8: f(IntC<8>{}); break;
     case 16: f(IntC<16>{}); break;
     case 32: f(IntC<32>{}); break;
     case 64: f(IntC<64>{}); break;
     case 128: f(IntC<128>{}); break;
-    default: f(IntC<BLOCK>{}); break;
+    case 256:
+      if constexpr (MAXG >= 256) f(IntC<256>{});
+      break;
   }
 }
 

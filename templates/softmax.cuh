@@ -8,10 +8,11 @@
 //   out  T*        row r starts at out + r * out_row_stride
 //   rows, cols, in_row_stride, out_row_stride  int64_t (strides in elements)
 // Launch: block = BLOCK, grid = cdiv(rows, BLOCK / G), where G =
-// kpack_tpl::row_group<T, BLOCK, CV * 16>(cols) threads share a row: 8, 16,
-// 32, 64 or 128 for rows of at most 1, 2, 4, 8 or 16 KiB (half that at
-// BLOCK=1024, CV = 4), the whole block for longer rows (the manifest's grid
-// expression spells the same thresholds out).
+// kpack_tpl::row_group<T, BLOCK, CV * 16, MAXG>(cols) threads share a row:
+// 8, 16, 32, 64 or 128 for rows of at most 1, 2, 4, 8 or 16 KiB (half that
+// at BLOCK=1024, CV = 4, which also has groups of 256 for rows of at most
+// 16 KiB), the whole block for longer rows (the manifest's grid expression
+// spells the same thresholds out).
 //
 // out[r, c] = exp(in[r, c] - max_r) / sum_c' exp(in[r, c'] - max_r), computed
 // in fp32 and rounded once to T.  Like torch.softmax: -inf entries give 0, a
@@ -36,7 +37,7 @@
 
 namespace kpack_softmax {
 
-// One row handled by a group of G threads (8 to 128 threads, or the whole
+// One row handled by a group of G threads (8 to 256 threads, or the whole
 // block); t is the thread's index in the group.  cols = 0 reads and writes
 // nothing but still joins the group's reduction (spare rows of the last
 // block, whose groups share warps and barriers with real rows).
@@ -151,7 +152,13 @@ __device__ __forceinline__ void softmax(const T* in, T* out, int64_t rows, int64
   const int tid = static_cast<int>(threadIdx.x);
 
   // Groups hold their rows whole in the cache: CV * 16 bytes per thread.
-  with_row_group<T, BLOCK, CV * 16>(cols, [&](auto g) {
+  // At BLOCK=1024 a group may be 256 threads (4 rows a block): a row of
+  // 8-16 KiB, 4096 f32 columns say, then gets 16 cached floats per thread,
+  // Triton's layout for it, instead of the whole block and its barriers
+  // (0.41 of the copy ceiling that way at 32768 x 4096 f32 on an H100,
+  // bench/RESULTS.md).
+  constexpr int MAXG = BLOCK >= 1024 ? 256 : 128;
+  with_row_group<T, BLOCK, CV * 16, MAXG>(cols, [&](auto g) {
     constexpr int G = decltype(g)::value;
     if constexpr (G == BLOCK) {
       const int64_t row = blockIdx.x;
