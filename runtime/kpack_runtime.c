@@ -9,8 +9,9 @@
  *     only the entry points a first launch calls, no cuInit when a context
  *     is current, and the device its probe found is the launch's), then
  *     under g_load_lock load the fatbin with cuLibraryLoadData (in place:
- *     see load_library) and look up its CUkernel.  The handle is published with a release store into
- *     state->kernel; the state joins g_loaded so kpack_unload_all finds it.
+ *     see load_library) and look up its CUkernel.  The handle is published
+ *     with a release store into state->kernel; the state joins g_loaded so
+ *     kpack_unload_all finds it.
  *  2. First launch on a device with more than 48 KiB of dynamic shared
  *     memory (and each time a launch needs more than before): raise the
  *     kernel's limit on that device with cuKernelSetAttribute, under

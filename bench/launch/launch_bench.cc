@@ -925,13 +925,14 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
   constexpr int kKinds = 9;
   constexpr int kMain = 3;  // kinds[0..3) run every round
   diag_runs = std::min(diag_runs, runs);
-  // samples[k][round]; NaN where the round did not run kind k.  faults:
-  // the minor page faults inside each sample's timed region.
+  // samples[k][round]; NaN where the round did not run kind k (ratios pair
+  // them by round).  faults[k]: the minor page faults inside each of kind
+  // k's timed regions, and init_us kKpackInit's kpack_init() times, only
+  // summarized.
   std::vector<double> samples[kKinds];
   std::vector<double> faults[kKinds];
-  std::vector<double> init_us;  // kKpackInit's kpack_init() times
+  std::vector<double> init_us;
   for (auto& v : samples) v.assign(static_cast<size_t>(runs), std::nan(""));
-  for (auto& v : faults) v.assign(static_cast<size_t>(runs), std::nan(""));
   note("cold: %d fresh processes per variant, %d per diagnostic variant\n", runs, diag_runs);
   const auto start = Clock::now();
   for (int i = 0; i < runs; ++i) {
@@ -957,7 +958,7 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
       const ChildResult r = run_self(args, true);
       require_child_ok(r, what);
       samples[k][static_cast<size_t>(i)] = value_of(r.out, what);
-      faults[k][static_cast<size_t>(i)] = value_of(r.out, what, "minor_faults");
+      faults[k].push_back(value_of(r.out, what, "minor_faults"));
       if (kinds[k] == Cold::kKpackInit) init_us.push_back(value_of(r.out, what, "init_us"));
     }
   }
@@ -974,12 +975,11 @@ int run_cold_repeat(int runs, int diag_runs, const std::string& fatbin_dir) {
     add_spread(j, st[k])
         .add("median_ci95_lo", ci.first)
         .add("median_ci95_hi", ci.second)
-        .add("median_minor_faults", stats_of(present(faults[k])).median);
-    if (kinds[k] == Cold::kKpackInit && !init_us.empty()) j.add("median_init_us", stats_of(init_us).median);
-    j
+        .add("median_minor_faults", stats_of(faults[k]).median)
         .add("runs", static_cast<double>(v.size()))
-        .add("module_loading", module_loading())
-        .emit();
+        .add("module_loading", module_loading());
+    if (kinds[k] == Cold::kKpackInit && !init_us.empty()) j.add("median_init_us", stats_of(init_us).median);
+    j.emit();
   }
   const auto ratio = [](double a, double b) { return a / b; };
   const struct {
