@@ -93,6 +93,44 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream,
                           uint32_t block_x, uint32_t block_y, uint32_t block_z,
                           uint32_t smem_bytes, void **args);
 
+/* Attributes of the launching device that launch expressions read
+   (`device.NAME` in a manifest), for kpack_device_attribute.  Pinned:
+   generated code passes them. */
+#define KPACK_DEVICE_ATTR_NUM_SMS 0        /* device.num_sms: multiprocessors */
+#define KPACK_DEVICE_ATTR_SM 1             /* device.sm: 10*major + minor */
+#define KPACK_DEVICE_ATTR_MAX_SHARED_MEM 2 /* device.max_shared_mem: bytes of
+                                              shared memory a block may opt in
+                                              to (..._PER_BLOCK_OPTIN) */
+#define KPACK_DEVICE_ATTR_L2_BYTES 3       /* device.l2_bytes: L2 cache size */
+#define KPACK_DEVICE_ATTR_COUNT 4
+
+/*
+ * Reads attribute `which` (a KPACK_DEVICE_ATTR_* code) of the device of the
+ * calling thread's current context into *value.  A typed launcher calls it
+ * for each attribute its launch expressions use, before it computes the
+ * grid; `who` (the specialization's name; NULL: "kpack_device_attribute")
+ * starts the detail of a failure.
+ *
+ * Finds the driver and the device as kpack_launch does (loading the driver
+ * on first use; cuCtxGetDevice on every call, since the device is the
+ * thread's).  Each (device, attribute) is read from the driver once
+ * (cuDeviceGetAttribute; two for device.sm) and cached process-wide in
+ * atomics until kpack_unload_all(), so later calls take no lock and make
+ * no driver call but cuCtxGetDevice.  Racing first reads may both ask the
+ * driver; they store the same value.
+ *
+ * Thread-safe.  Returns KPACK_SUCCESS, or with the thread's detail and
+ * CUresult set: KPACK_ERROR_INVALID_ARGUMENT (an unknown code, or NULL
+ * `value`); the driver load's statuses (KPACK_ERROR_DRIVER_NOT_FOUND, ...);
+ * KPACK_ERROR_NO_CONTEXT (no current context); KPACK_ERROR_INTERNAL (a
+ * device ordinal beyond KPACK_MAX_DEVICES); KPACK_ERROR_DRIVER_TOO_OLD (no
+ * cuDeviceGetAttribute); KPACK_ERROR_DRIVER when cuDeviceGetAttribute
+ * fails, the detail naming the attribute ("<who>: device.num_sms:
+ * cuDeviceGetAttribute(MULTIPROCESSOR_COUNT) on device 0 failed: NAME
+ * (code)").
+ */
+kpack_status kpack_device_attribute(const char *who, int which, int64_t *value);
+
 /* Kinds of constexpr value, for kpack_fail_no_specialization. */
 #define KPACK_CONSTEXPR_INT 0
 #define KPACK_CONSTEXPR_BOOL 1

@@ -617,13 +617,13 @@ static kpack_status check_launch_args(const kpack_kernel *k, uint32_t grid_x, ui
 
 /*
  * Fails with KPACK_ERROR_INTERNAL if `dev` is beyond the devices whose state
- * kpack keeps.
+ * kpack keeps.  `who` (a specialization's name) starts the detail.
  */
-static kpack_status check_device_ordinal(const kpack_kernel *k, CUdevice dev) {
+static kpack_status check_device_ordinal(const char *who, CUdevice dev) {
   if (dev < 0 || dev >= KPACK_MAX_DEVICES) {
     return kpack_rt_fail(KPACK_ERROR_INTERNAL, 0,
                          "%s: device %d is beyond the %d devices kpack tracks (KPACK_MAX_DEVICES)",
-                         name_of(k), (int)dev, KPACK_MAX_DEVICES);
+                         who, (int)dev, KPACK_MAX_DEVICES);
   }
   return KPACK_SUCCESS;
 }
@@ -633,37 +633,37 @@ static kpack_status check_device_ordinal(const kpack_kernel *k, CUdevice dev) {
  * common mistake of launching from a thread that never called
  * cudaSetDevice(), so its message says what to do.
  */
-static kpack_status current_device(const kpack_driver *d, const kpack_kernel *k, CUdevice *dev) {
+static kpack_status current_device(const kpack_driver *d, const char *who, CUdevice *dev) {
   CUresult r = d->ctx_get_device(dev);
   if (r == CUDA_ERROR_INVALID_CONTEXT) {
     return kpack_rt_fail(KPACK_ERROR_NO_CONTEXT, (int)r,
                          "%s: the calling thread has no current CUDA context (cuCtxGetDevice: "
                          "%s (%d)); make one current first, e.g. with cudaSetDevice()",
-                         name_of(k), kpack_rt_cu_name(d, r), (int)r);
+                         who, kpack_rt_cu_name(d, r), (int)r);
   }
   if (r != CUDA_SUCCESS) {
-    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuCtxGetDevice", name_of(k));
+    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuCtxGetDevice", who);
   }
-  return check_device_ordinal(k, *dev);
+  return check_device_ordinal(who, *dev);
 }
 
 /*
  * Cold path: loads the driver (unless a racing thread just has) into *d and
  * reads the current device into *dev.  When this call loaded the driver,
  * the load's own cuCtxGetDevice (driver.c) already found the device, so it
- * is not asked again.
+ * is not asked again.  `who` starts the detail of a failure.
  */
-static kpack_status load_driver(const kpack_kernel *k, const kpack_driver **d, CUdevice *dev) {
+static kpack_status load_driver(const char *who, const kpack_driver **d, CUdevice *dev) {
   CUdevice probed = -1;
   kpack_status s = kpack_rt_driver_load(d, &probed);
   if (s != KPACK_SUCCESS) {
     return s;
   }
   if (probed < 0) {
-    return current_device(*d, k, dev);
+    return current_device(*d, who, dev);
   }
   *dev = probed;
-  return check_device_ordinal(k, *dev);
+  return check_device_ordinal(who, *dev);
 }
 
 /*
@@ -683,10 +683,10 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   const kpack_driver *d = kpack_rt_driver();
   CUdevice dev = 0;
   if (d == NULL) {
-    if ((s = load_driver(k, &d, &dev)) != KPACK_SUCCESS) {
+    if ((s = load_driver(name_of(k), &d, &dev)) != KPACK_SUCCESS) {
       return s;
     }
-  } else if ((s = current_device(d, k, &dev)) != KPACK_SUCCESS) {
+  } else if ((s = current_device(d, name_of(k), &dev)) != KPACK_SUCCESS) {
     return s;
   }
   kpack_kernel_state *st = k->state;
@@ -712,6 +712,105 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   }
   CUresult r = launch_now(d, kernel, &c);
   return r == CUDA_SUCCESS ? KPACK_SUCCESS : fail_launch(d, k, r, &c);
+}
+
+/* ---- Device attributes -------------------------------------------------------- */
+
+/*
+ * The attributes of each device that launch expressions read (device.NAME),
+ * by KPACK_DEVICE_ATTR_* code: 0 until read, then KNOWN | the value.  A
+ * driver's attribute is a non-negative int, so the high bit tells a value
+ * read (possibly 0) from none.  Relaxed, as g_device_cc: each slot is one
+ * word that every thread would read the same from the driver, and it
+ * orders nothing else.  kpack_unload_all clears it.  device.sm is kept in
+ * g_device_cc, which the arch check shares.
+ */
+#define KPACK_ATTR_KNOWN ((uint64_t)1 << 63)
+static _Atomic(uint64_t) g_device_attr[KPACK_MAX_DEVICES][KPACK_DEVICE_ATTR_COUNT];
+
+/* What each KPACK_DEVICE_ATTR_* code reads, for the driver and messages. */
+typedef struct device_attr_info {
+  const char *name;               /* as launch expressions spell it */
+  CUdevice_attribute attribute;   /* unused for device.sm */
+  const char *attribute_name;
+} device_attr_info;
+
+static const device_attr_info k_device_attrs[KPACK_DEVICE_ATTR_COUNT] = {
+    [KPACK_DEVICE_ATTR_NUM_SMS] = {"device.num_sms", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                   "MULTIPROCESSOR_COUNT"},
+    [KPACK_DEVICE_ATTR_SM] = {"device.sm", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                              "COMPUTE_CAPABILITY_MAJOR/MINOR"},
+    [KPACK_DEVICE_ATTR_MAX_SHARED_MEM] = {"device.max_shared_mem",
+                                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                          "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"},
+    [KPACK_DEVICE_ATTR_L2_BYTES] = {"device.l2_bytes", CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                    "L2_CACHE_SIZE"},
+};
+
+/*
+ * Cold path: reads attribute `which` of `dev` from the driver into *value
+ * and caches it.  On failure records KPACK_ERROR_DRIVER (or
+ * KPACK_ERROR_DRIVER_TOO_OLD without cuDeviceGetAttribute) with a detail
+ * naming the attribute, and the driver's CUresult.
+ */
+static kpack_status read_device_attribute(const kpack_driver *d, const char *who, int which,
+                                          CUdevice dev, int64_t *value) {
+  const device_attr_info *info = &k_device_attrs[which];
+  kpack_pfn_device_get_attribute get_attribute = kpack_rt_device_get_attribute(d);
+  if (get_attribute == NULL) {
+    return kpack_rt_fail_missing(KPACK_LAZY_DEVICE_GET_ATTRIBUTE);
+  }
+  int v = 0;
+  CUresult r = which == KPACK_DEVICE_ATTR_SM ? device_cc(d, dev, &v)
+                                              : get_attribute(&v, info->attribute, dev);
+  if (r != CUDA_SUCCESS) {
+    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: %s: cuDeviceGetAttribute(%s) on device %d", who,
+                   info->name, info->attribute_name, (int)dev);
+  }
+  if (which != KPACK_DEVICE_ATTR_SM) {
+    atomic_store_explicit(&g_device_attr[dev][which], KPACK_ATTR_KNOWN | (uint32_t)v,
+                          memory_order_relaxed);
+  }
+  *value = v;
+  return KPACK_SUCCESS;
+}
+
+/*
+ * See kpack_internal.h.  After the first read of an attribute on a device,
+ * the path is the launch's: an acquire load of the driver table,
+ * cuCtxGetDevice, then one relaxed load.
+ */
+kpack_status kpack_device_attribute(const char *who, int which, int64_t *value) {
+  if (who == NULL) {
+    who = "kpack_device_attribute";
+  }
+  if (which < 0 || which >= KPACK_DEVICE_ATTR_COUNT || value == NULL) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: kpack_device_attribute(%d) needs a KPACK_DEVICE_ATTR_* code and a "
+                         "place for the value",
+                         who, which);
+  }
+  /* The driver and the device as kpack_launch finds them. */
+  const kpack_driver *d = kpack_rt_driver();
+  CUdevice dev = 0;
+  kpack_status s = d == NULL ? load_driver(who, &d, &dev) : current_device(d, who, &dev);
+  if (s != KPACK_SUCCESS) {
+    return s;
+  }
+  if (which == KPACK_DEVICE_ATTR_SM) {
+    int cc = atomic_load_explicit(&g_device_cc[dev], memory_order_relaxed);
+    if (cc != 0) {
+      *value = cc;
+      return KPACK_SUCCESS;
+    }
+  } else {
+    uint64_t known = atomic_load_explicit(&g_device_attr[dev][which], memory_order_relaxed);
+    if (known != 0) {
+      *value = (int64_t)(known & ~KPACK_ATTR_KNOWN);
+      return KPACK_SUCCESS;
+    }
+  }
+  return read_device_attribute(d, who, which, dev, value);
 }
 
 /* ---- Introspection and control ------------------------------------------------ */
@@ -775,6 +874,9 @@ kpack_status kpack_unload_all(void) {
   /* The next driver may be another (tests switch fakes); read anew. */
   for (int dev = 0; dev < KPACK_MAX_DEVICES; ++dev) {
     atomic_store_explicit(&g_device_cc[dev], 0, memory_order_relaxed);
+    for (int which = 0; which < KPACK_DEVICE_ATTR_COUNT; ++which) {
+      atomic_store_explicit(&g_device_attr[dev][which], 0, memory_order_relaxed);
+    }
   }
   atomic_store_explicit(&g_libraries_loaded, 0, memory_order_relaxed);
   atomic_store_explicit(&g_functions_resolved, 0, memory_order_relaxed);

@@ -114,6 +114,10 @@ static _Atomic(unsigned) g_load_delay_us;
 static _Atomic(size_t) g_mem_free = (size_t)1 << 30;
 static _Atomic(size_t) g_mem_total = (size_t)16 << 30;
 static _Atomic(int) g_max_smem_optin = 227 * 1024;
+/* The other attributes cuDeviceGetAttribute answers, by device and code
+   (fake_cuda_set_device_attribute); codes beyond the table read 0. */
+#define FAKE_CUDA_ATTRIBUTE_SLOTS 256
+static _Atomic(int) g_attributes[FAKE_CUDA_MAX_DEVICES][FAKE_CUDA_ATTRIBUTE_SLOTS];
 static _Atomic(int) g_last_smem_attribute;
 static _Atomic(const void *) g_last_image;
 /* Whether the last successful cuLibraryLoadData was told the image is
@@ -256,7 +260,8 @@ EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
 }
 
 #ifndef FAKE_CUDA_LEAN_DRIVER
-/* Compute capability and opt-in shared memory of a configured device. */
+/* Compute capability, opt-in shared memory and the attributes set with
+   fake_cuda_set_device_attribute of a configured device. */
 EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   count_call(FN_DEVICE_GET_ATTRIBUTE, dev);
   CUresult r = take_failure(FN_DEVICE_GET_ATTRIBUTE);
@@ -280,7 +285,9 @@ EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
     *pi = atomic_load_explicit(&g_max_smem_optin, memory_order_relaxed);
     break;
   default:
-    *pi = 0;
+    *pi = attrib >= 0 && attrib < FAKE_CUDA_ATTRIBUTE_SLOTS
+              ? atomic_load_explicit(&g_attributes[dev][attrib], memory_order_relaxed)
+              : 0;
     break;
   }
   return CUDA_SUCCESS;
@@ -793,6 +800,14 @@ EXPORT void fake_cuda_reset(void) {
   for (int d = 0; d < FAKE_CUDA_MAX_DEVICES; ++d) {
     atomic_store_explicit(&g_cc_major[d], 8, memory_order_relaxed);
     atomic_store_explicit(&g_cc_minor[d], 0, memory_order_relaxed);
+    for (int a = 0; a < FAKE_CUDA_ATTRIBUTE_SLOTS; ++a) {
+      atomic_store_explicit(&g_attributes[d][a], 0, memory_order_relaxed);
+    }
+    /* An A100's, like the default compute capability. */
+    atomic_store_explicit(&g_attributes[d][CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT], 108,
+                          memory_order_relaxed);
+    atomic_store_explicit(&g_attributes[d][CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE], 40 << 20,
+                          memory_order_relaxed);
   }
   atomic_store_explicit(&g_initialized, 0, memory_order_relaxed);
   atomic_store_explicit(&g_device_count, 1, memory_order_relaxed);
@@ -823,6 +838,13 @@ EXPORT void fake_cuda_set_compute_capability(int device, int major, int minor) {
   if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES) {
     atomic_store_explicit(&g_cc_major[device], major, memory_order_relaxed);
     atomic_store_explicit(&g_cc_minor[device], minor, memory_order_relaxed);
+  }
+}
+
+EXPORT void fake_cuda_set_device_attribute(int device, int attribute, int value) {
+  if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES && attribute >= 0 &&
+      attribute < FAKE_CUDA_ATTRIBUTE_SLOTS) {
+    atomic_store_explicit(&g_attributes[device][attribute], value, memory_order_relaxed);
   }
 }
 

@@ -80,8 +80,9 @@ typedef struct fake_cuda_launch {
 /* The control functions, as resolved by fake_cuda_bind(). */
 typedef struct fake_cuda_api {
   /* Forgets all libraries, counters, failures and settings: 1 device of
-     compute capability 8.0, current on every thread; no delay; 1 GiB free
-     of 16 GiB; 227 KiB opt-in shared memory.  Marks CUDA uninitialized
+     compute capability 8.0 with 108 multiprocessors and 40 MiB of L2,
+     current on every thread; no delay; 1 GiB free of 16 GiB; 227 KiB
+     opt-in shared memory.  Marks CUDA uninitialized
      (cuInit or set_initialized must be called again).  Call only while the runtime has
      nothing loaded (after kpack_unload_all). */
   void (*reset)(void);
@@ -141,6 +142,11 @@ typedef struct fake_cuda_api {
      CUDA_ERROR_INVALID_VALUE, as a driver older than
      CU_LIBRARY_BINARY_IS_PRESERVED would.  Reset clears it. */
   void (*set_reject_library_options)(int reject);
+  /* What cuDeviceGetAttribute answers for `attribute` (a
+     CUdevice_attribute other than the compute capability and the opt-in
+     shared memory, which have their setters) on `device`; unset ones read
+     0. */
+  void (*set_device_attribute)(int device, int attribute, int value);
 } fake_cuda_api;
 
 /*
@@ -156,7 +162,7 @@ static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
       "fake_cuda_last_image", "fake_cuda_last_smem_attribute", "fake_cuda_stream",
       "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized",
       "fake_cuda_set_launch_hook", "fake_cuda_last_load_preserved",
-      "fake_cuda_set_reject_library_options"};
+      "fake_cuda_set_reject_library_options", "fake_cuda_set_device_attribute"};
   /* The members are function pointers in declaration order, all of the size
      of void * (POSIX), so they are filled as an array; memcpy because C and
      C++ have no portable void * to function pointer conversion. */

@@ -14,6 +14,11 @@ _Static_assert(FX_ARCH_FAMILY == KPACK_ARCH_FAMILY, "arch flag");
 _Static_assert(FX_CONSTEXPR_INT == KPACK_CONSTEXPR_INT, "constexpr kind");
 _Static_assert(FX_CONSTEXPR_BOOL == KPACK_CONSTEXPR_BOOL, "constexpr kind");
 _Static_assert(FX_CONSTEXPR_DTYPE == KPACK_CONSTEXPR_DTYPE, "constexpr kind");
+_Static_assert(FX_DEVICE_ATTR_NUM_SMS == KPACK_DEVICE_ATTR_NUM_SMS, "device attribute");
+_Static_assert(FX_DEVICE_ATTR_SM == KPACK_DEVICE_ATTR_SM, "device attribute");
+_Static_assert(FX_DEVICE_ATTR_MAX_SHARED_MEM == KPACK_DEVICE_ATTR_MAX_SHARED_MEM, "device attribute");
+_Static_assert(FX_DEVICE_ATTR_L2_BYTES == KPACK_DEVICE_ATTR_L2_BYTES, "device attribute");
+_Static_assert(FX_DEVICE_ATTR_COUNT == KPACK_DEVICE_ATTR_COUNT, "device attribute");
 
 /* Fake fatbins: the magic, then "<entry>:<parameter count>" items and the
    archs the image has code for, which the fake driver checks devices
@@ -149,6 +154,10 @@ kpack_status fx_fail_grid(kpack_status status, unsigned value, unsigned limit) {
 }
 
 void fx_set_driver_path(const char *path) { kpack_set_driver_path_for_testing(path); }
+
+kpack_status fx_device_attribute(const char *who, int which, int64_t *value) {
+  return kpack_device_attribute(who, which, value);
+}
 
 const char *fx_status_name(int value) { return kpack_status_name((kpack_status)value); }
 const char *fx_status_message(int value) { return kpack_status_message((kpack_status)value); }

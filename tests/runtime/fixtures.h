@@ -65,6 +65,15 @@ kpack_status fx_fail_no_specialization(const char *kernel, const char *built, in
 kpack_status fx_fail_grid(kpack_status status, unsigned value, unsigned limit);
 void fx_set_driver_path(const char *path);
 
+/* The KPACK_DEVICE_ATTR_* codes (fixtures.c checks that they agree), and
+   kpack_device_attribute. */
+#define FX_DEVICE_ATTR_NUM_SMS 0
+#define FX_DEVICE_ATTR_SM 1
+#define FX_DEVICE_ATTR_MAX_SHARED_MEM 2
+#define FX_DEVICE_ATTR_L2_BYTES 3
+#define FX_DEVICE_ATTR_COUNT 4
+kpack_status fx_device_attribute(const char *who, int which, int64_t *value);
+
 /* kpack_status_name/message of any int.  In C every int converts to the
    enum; C++ code must not cast values outside its range (0..15) to it,
    which UBSan reports, so the tests of unknown values go through C. */
