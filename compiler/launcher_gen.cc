@@ -63,6 +63,67 @@ static kpack_status kpack_check_geometry_(const char *name, int bad, const int64
 }
 )";
 
+// The helpers of the launch expressions' functions that translate Python
+// (expr.h; expr.cc folds with the same semantics), by function name.  Each
+// is emitted only where some launch expression calls it, so that the
+// launchers of packages that use none stay as they were.
+struct FunctionHelper {
+  const char* function;
+  const char* text;
+};
+constexpr FunctionHelper kFunctionHelpers[] = {
+    {"floordiv", R"(/* Python's a // b: rounded toward negative infinity. */
+static inline int64_t kpack_floordiv_(int64_t a, int64_t b, int *bad) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = 1; return 0; }
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+)"},
+    {"floormod", R"(/* Python's a % b: the sign of b.  INT64_MIN % -1 traps in C, and is 0. */
+static inline int64_t kpack_floormod_(int64_t a, int64_t b, int *bad) {
+  if (b == 0) { *bad = 1; return 0; }
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+)"},
+    {"gcd", R"(/* Python's math.gcd: non-negative; gcd(INT64_MIN, 0) = 2^63 does not fit. */
+static inline int64_t kpack_gcd_(int64_t a, int64_t b, int *bad) {
+  uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+  uint64_t y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+  while (y != 0) { uint64_t t = x % y; x = y; y = t; }
+  if (x > (uint64_t)INT64_MAX) { *bad = 1; return 0; }
+  return (int64_t)x;
+}
+)"},
+    {"log2", R"(/* floor(log2(x)); x <= 0 has none. */
+static inline int64_t kpack_log2_(int64_t x, int *bad) {
+  if (x <= 0) { *bad = 1; return 0; }
+  return 63 - __builtin_clzll((uint64_t)x);
+}
+)"},
+    {"next_pow2", R"(/* triton.next_power_of_2: 0 for x <= 0; above 2^62, 2^63 does not fit. */
+static inline int64_t kpack_next_pow2_(int64_t x, int *bad) {
+  if (x <= 0) return 0;
+  if (x > ((int64_t)1 << 62)) { *bad = 1; return 0; }
+  uint64_t n = (uint64_t)x - 1;
+  n |= n >> 1; n |= n >> 2; n |= n >> 4; n |= n >> 8; n |= n >> 16; n |= n >> 32;
+  return (int64_t)(n + 1);
+}
+)"},
+};
+
+// The launch expressions a typed launcher of `k` computes: a Triton
+// kernel's block and shared memory come from its compilation instead.
+std::vector<const Expr*> EmittedExprs(const Kernel& k) {
+  std::vector<const Expr*> out;
+  for (const Expr& e : k.launch.grid) out.push_back(&e);
+  if (k.language == Language::kTriton) return out;
+  for (const Expr& e : k.launch.block) out.push_back(&e);
+  out.push_back(&k.launch.shared_mem);
+  return out;
+}
+
 class LauncherWriter {
  public:
   LauncherWriter(const Package& pkg, const std::vector<Specialization>& specs, const CodegenOptions& o,
@@ -87,7 +148,9 @@ class LauncherWriter {
     std::string abi = std::to_string(kAbiVersion);
     out_ += "_Static_assert(KPACK_ABI_VERSION == " + abi + ", \"generated for kpack ABI " + abi +
             ": regenerate it with the kpack whose runtime headers are in use\");\n\n";
-    out_ += std::string(kArithmeticHelpers) + "\n";
+    out_ += std::string(kArithmeticHelpers);
+    WriteFunctionHelpers();
+    out_ += "\n";
     out_ += "/* The fatbins, in specialization order (" + pkg_.prefix + "_fatbins.S). */\n";
     out_ += "extern const kpack_blob " + pkg_.prefix + "_kpack_blobs[];\n\n";
     WriteArchTables();
@@ -103,6 +166,35 @@ class LauncherWriter {
   }
 
  private:
+  void WriteFunctionHelpers() {
+    std::set<std::string> used;
+    for (const Specialization& s : specs_) {
+      if (s.IsVariant()) continue;  // launched by its base's typed launcher
+      ExprBindings b = BindingsFor(s);
+      for (const Expr* e : EmittedExprs(*s.kernel)) used.merge(FunctionsUsed(*e, b));
+    }
+    for (const FunctionHelper& h : kFunctionHelpers)
+      if (used.count(h.function)) out_ += "\n" + std::string(h.text);
+  }
+
+  // Declares kpack_device_<name> for each device attribute the launch
+  // expressions use and reads it, returning the status of a failure: once
+  // per launch, before the geometry that uses it.
+  void WriteDeviceAttributes(const Specialization& s, const ExprBindings& b) {
+    std::set<std::string> used;
+    for (const Expr* e : EmittedExprs(*s.kernel)) used.merge(DeviceAttributesUsed(*e, b));
+    if (used.empty()) return;
+    out_ += "  /* The attributes of the launching device that the launch geometry reads. */\n";
+    out_ += "  kpack_status kpack_device_st;\n";
+    for (const std::string& name : DeviceAttributeNames()) {
+      if (!used.count(name)) continue;
+      out_ += "  int64_t kpack_device_" + name + " = 0;\n";
+      out_ += "  if ((kpack_device_st = kpack_device_attribute(" + CString(s.name) + ", KPACK_DEVICE_ATTR_" +
+              Upper(name) + ", &kpack_device_" + name + ")) != KPACK_SUCCESS)\n";
+      out_ += "    return kpack_device_st;\n";
+    }
+  }
+
   std::string ArchTable(const std::vector<Arch>& archs) {
     std::string key = ArchList(archs);
     auto it = arch_tables_.find(key);
@@ -218,6 +310,7 @@ class LauncherWriter {
     }
     WriteDivisibilityChecks(s);
     if (variant) WriteVariantChoice(k);
+    WriteDeviceAttributes(s, b);
     out_ += "  int kpack_bad = 0;\n";
     out_ += "  const int64_t kpack_grid[3] = {" + Join(Dims(k.launch.grid, b), ", ") + "};\n";
     out_ += "  const int64_t kpack_block[3] = {" + Join(block, ", ") + "};\n";

@@ -164,7 +164,7 @@ TEST_CASE("launch expressions are parsed and checked") {
   CHECK(LoadErrors(std::string(kKernel) + "  launch_bounds: n\n") ==
         "k.yaml:15:18: error: 'n' is a runtime parameter; only constexprs are allowed here\n");
   CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"pow(n, 2)\"")) ==
-        "k.yaml:13:10: error: unknown function 'pow' (expected min, max, cdiv or sizeof)\n");
+        "k.yaml:13:10: error: unknown function 'pow' (expected min, max, cdiv, floordiv, floormod, gcd, log2, next_pow2 or sizeof)\n");
 }
 
 TEST_CASE("names are unique across constexprs and params") {
