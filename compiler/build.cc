@@ -20,6 +20,7 @@
 #include "pack.h"
 #include "plan.h"
 #include "triton.h"
+#include "triton_source.h"
 #include "version.h"
 
 namespace kpack {
@@ -67,6 +68,8 @@ std::string Depfile(const BuildOptions& o, const Package& pkg, const std::vector
   for (const Kernel& k : pkg.kernels) {
     deps.insert(k.manifest_path);
     deps.insert(k.source_path);
+    // Every file a Triton kernel is made from (its package's modules).
+    deps.insert(k.triton.inputs.begin(), k.triton.inputs.end());
   }
   for (const CompiledUnit& u : units) deps.insert(u.deps.begin(), u.deps.end());
   std::string out = EscapeDepfilePath(o.header_out) + ":";
@@ -118,6 +121,11 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     LoadOptions load;
     load.project_root = o.root;
     load.allow_outside_root = o.allow_outside_root;
+    load.python_path = o.python_path;
+    // Triton kernels' sources are read (not run) by the helper, once for
+    // the whole package.
+    HelperDescriber describer(runner, TritonTools{o.python, o.triton_helper, ""});
+    load.describer = &describer;
     std::string archs = o.archs;
     for (size_t start = 0; !archs.empty() && start <= archs.size();) {
       size_t comma = std::min(archs.find(',', start), archs.size());

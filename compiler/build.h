@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "toolchain.h"
 
@@ -24,6 +25,7 @@ struct BuildOptions {
   std::string cuda_root = "/usr/local/cuda";
   std::string python = "python3";   // for Triton kernels
   std::string triton_helper;        // triton_helper.py; default: beside kpack
+  std::vector<std::string> python_path;  // Triton kernels' packages (--python-path)
   std::string archs;          // "sm_80,sm_90" overrides the manifests
   std::string compress_mode;  // fatbinary --compress-mode, "" for default
   int jobs = 0;               // unit pool depth; 0: DefaultUnitJobs

@@ -18,8 +18,8 @@ std::string Layout(uint32_t offset, uint32_t size) {
 void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnostics& diag) {
   const Specialization& s = *u.spec;
   const Kernel& k = *s.kernel;
-  std::string where =
-      "specialization " + s.name + " (" + (s.IsVariant() ? s.VariantName() + " variant, " : "") + u.arch.Name() + ")";
+  std::string label = s.BuildLabel();
+  std::string where = "specialization " + s.name + " (" + (label.empty() ? "" : label + ", ") + u.arch.Name() + ")";
   std::string error;
   std::optional<CubinInfo> info = ReadCubin(c.binary, &error);
   if (!info) {
@@ -60,13 +60,16 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
                                  " parameters but the manifest lists " + std::to_string(expected.size()));
     return;
   }
+  std::vector<const Param*> passed;  // the params the kernel takes, in order
+  for (const Param& p : k.params)
+    if (!p.launch_only) passed.push_back(&p);
   for (size_t i = 0; i < expected.size(); ++i) {
     const KernelParamInfo& got = kernel->params[i];
     if (got.ordinal == i && got.offset == expected[i].first && got.size == expected[i].second) continue;
-    const bool is_hidden = i >= k.params.size();
-    const SourceLoc& loc = is_hidden ? k.params_loc : k.params[i].loc;
-    std::string what = is_hidden ? "hidden parameter " + std::to_string(i - k.params.size()) + " (Triton's scratch pointer)"
-                                 : "parameter '" + k.params[i].name + "' (" + k.params[i].type_text + ")";
+    const bool is_hidden = i >= passed.size();
+    const SourceLoc& loc = is_hidden ? k.params_loc : passed[i]->loc;
+    std::string what = is_hidden ? "hidden parameter " + std::to_string(i - passed.size()) + " (Triton's scratch pointer)"
+                                 : "parameter '" + passed[i]->name + "' (" + passed[i]->type_text + ")";
     diag.Error(loc, where + ": " + what + " is at " + Layout(got.offset, got.size) +
                         " in the cubin, but the launcher passes " + Layout(expected[i].first, expected[i].second));
   }
@@ -82,7 +85,8 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
 
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers) {
   std::vector<uint32_t> sizes;
-  for (const Param& p : s.kernel->params) sizes.push_back(ParamSize(s.TypeOf(p)));
+  for (const Param& p : s.kernel->params)
+    if (!p.launch_only) sizes.push_back(ParamSize(s.TypeOf(p)));
   sizes.insert(sizes.end(), hidden_pointers, 8);
   std::vector<std::pair<uint32_t, uint32_t>> out;
   uint32_t offset = 0;

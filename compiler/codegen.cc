@@ -32,6 +32,15 @@ std::string LaunchSummary(const Kernel& k) {
          FormatExpr(k.launch.shared_mem) + " bytes";
 }
 
+// "T=f16, BLOCK=256": the values of the constexprs callers choose.
+std::string ApiValues(const Specialization& s) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < s.values.size(); ++i)
+    if (s.kernel->constexprs[i].InApi())
+      parts.push_back(s.kernel->constexprs[i].name + "=" + ValueText(s.kernel->constexprs[i], s.values[i]));
+  return Join(parts, ", ");
+}
+
 // ---- Header ------------------------------------------------------------------
 
 class HeaderWriter {
@@ -72,6 +81,34 @@ class HeaderWriter {
             " entry " + k.entry + "), built for " + ArchList(k.BuildArchs()) +
             (k.ptx ? " plus PTX" : "") + ".\n";
     out_ += " * Launch: " + CommentText(LaunchSummary(k)) + ".\n";
+    WriteVariantsComment(k);
+    WriteComputedComment(k);
+    out_ += " */\n\n";
+
+    out_ += "/* One built combination of " + k.name + "'s constexprs. */\n";
+    out_ += "typedef struct " + base + "_config {\n";
+    for (const Constexpr& c : k.constexprs)
+      if (c.InApi())
+        out_ += "  " + ConstexprCType(c) + (c.kind == ConstexprKind::kStr ? "" : " ") + c.name + ";\n";
+    out_ += "} " + base + "_config;\n\n";
+    out_ += "/* The number of built specializations of " + k.name + ". */\n";
+    out_ += "#define " + Upper(base) + "_NUM_CONFIGS " + std::to_string(mine.size()) + "\n\n";
+    out_ += "/* Every built combination, in manifest order; pass one to " + base + "(). */\n";
+    out_ += "extern const " + base + "_config " + base + "_configs[" + Upper(base) + "_NUM_CONFIGS];\n\n";
+
+    WriteDispatcherDecl(k, base, mine);
+    for (const Specialization* s : mine) WriteTypedDecl(*s);
+  }
+
+  void WriteVariantsComment(const Kernel& k) {
+    if (k.variants == Variants::kJit && (k.HasAlignedVariant() || k.HasNarrowVariant())) {
+      out_ += " * Variants: each specialization is also built as Triton's JIT builds an\n"
+              " * ordinary call, and the launcher runs that build when the call allows:\n";
+      if (k.HasAlignedVariant()) out_ += " *   hinted divisible by 16 (pointers: 16-byte aligned): " + AutoParams(k) + ";\n";
+      if (k.HasNarrowVariant()) out_ += " *   passed as i32 (they fit in 32 bits): " + NarrowParams(k) + ";\n";
+      out_ += " * otherwise the general build.  Each is loaded on its first launch.\n";
+      return;
+    }
     if (k.HasAlignedVariant())
       out_ += " * Variants: each specialization is built twice, with and without these\n"
               " * params hinted divisible by 16 (pointers: 16-byte aligned):\n *   " +
@@ -83,29 +120,32 @@ class HeaderWriter {
               " with these i64 params as i32:\n *   " + NarrowParams(k) +
               ".\n * The launcher runs the i32 build when every one of them fits in 32 bits,\n"
               " * as Triton's JIT does; each build is loaded on its first launch.\n";
-    out_ += " */\n\n";
+  }
 
-    out_ += "/* One built combination of " + k.name + "'s constexprs. */\n";
-    out_ += "typedef struct " + base + "_config {\n";
-    for (const Constexpr& c : k.constexprs) out_ += "  " + ConstexprCType(c) + " " + c.name + ";\n";
-    out_ += "} " + base + "_config;\n\n";
-    out_ += "/* The number of built specializations of " + k.name + ". */\n";
-    out_ += "#define " + Upper(base) + "_NUM_CONFIGS " + std::to_string(mine.size()) + "\n\n";
-    out_ += "/* Every built combination, in manifest order; pass one to " + base + "(). */\n";
-    out_ += "extern const " + base + "_config " + base + "_configs[" + Upper(base) + "_NUM_CONFIGS];\n\n";
-
-    WriteDispatcherDecl(k, base, mine);
-    for (const Specialization* s : mine) WriteTypedDecl(*s);
+  // Computed constexprs: the caller never passes them.
+  void WriteComputedComment(const Kernel& k) {
+    bool first = true;
+    for (const Constexpr& c : k.constexprs) {
+      if (!c.Computed()) continue;
+      if (first) out_ += " * Computed by the launcher from each call's arguments:\n";
+      first = false;
+      out_ += " *   " + c.name + " = " + CommentText(FormatExpr(*c.rule)) + "\n";
+    }
+    if (!k.triton.autotune_key.empty())
+      out_ += " * Autotune key (what the best config depends on): " + Join(k.triton.autotune_key, ", ") + ".\n";
   }
 
   void WriteDispatcherDecl(const Kernel& k, const std::string& base, const std::vector<const Specialization*>& mine) {
     out_ += "/*\n * Launches " + k.name + " with the specialization that the constexpr arguments\n";
     out_ += " * select (a switch, no string compares, no allocation).\n *\n";
     for (const Constexpr& c : k.constexprs) {
+      if (!c.InApi()) continue;
       std::vector<std::string> values;
       for (const ConstexprValue& v : c.values)
-        values.push_back(c.kind == ConstexprKind::kDtype ? std::string(Info(v.dtype).enumerator) : ValueText(c, v));
-      out_ += " * " + c.name + ": one of " + Join(values, ", ") + ".\n";
+        values.push_back(c.kind == ConstexprKind::kDtype  ? std::string(Info(v.dtype).enumerator)
+                         : c.kind == ConstexprKind::kStr ? "\"" + v.text + "\""
+                                                          : ValueText(c, v));
+      out_ += " * " + c.name + ": one of " + CommentText(Join(values, ", ")) + ".\n";
     }
     out_ += " *\n * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in\n";
     out_ += " * kpack_last_error_detail(), when the combination was not built (" + std::to_string(mine.size()) +
@@ -115,7 +155,7 @@ class HeaderWriter {
 
   void WriteTypedDecl(const Specialization& s) {
     const Kernel& k = *s.kernel;
-    out_ += "/* " + k.name + " with " + s.Describe() + "; SASS for " + ArchList(k.BuildArchs()) +
+    out_ += "/* " + k.name + " with " + CommentText(ApiValues(s)) + "; SASS for " + ArchList(k.BuildArchs()) +
             (k.debug ? "; DEBUG BUILD (slow)" : "") + ". */\n";
     std::vector<std::string> params = {"kpack_stream stream"};
     for (const Param& p : k.params) params.push_back(TypedParam(s, p));

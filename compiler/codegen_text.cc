@@ -89,7 +89,12 @@ std::string DispatchParam(const Param& p) {
 }
 
 std::string ConstexprCType(const Constexpr& c) {
-  return c.kind == ConstexprKind::kDtype ? "kpack_dtype" : "int";
+  switch (c.kind) {
+    case ConstexprKind::kDtype: return "kpack_dtype";
+    case ConstexprKind::kFloat: return "double";
+    case ConstexprKind::kStr: return "const char *";
+    default: return "int";
+  }
 }
 
 std::string Join(const std::vector<std::string>& items, const std::string& sep) {
@@ -98,18 +103,18 @@ std::string Join(const std::vector<std::string>& items, const std::string& sep) 
   return out;
 }
 
-// The specializations of `k` that the API names (variants are chosen
-// inside their typed launcher).
+// The specializations of `k` that the API names (the other builds are
+// chosen inside their typed launcher).
 std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs) {
   std::vector<const Specialization*> out;
   for (const Specialization& s : specs)
-    if (s.kernel == &k && !s.IsVariant()) out.push_back(&s);
+    if (s.kernel == &k && s.api) out.push_back(&s);
   return out;
 }
 
 size_t CountApiSpecs(const std::vector<Specialization>& specs) {
   size_t n = 0;
-  for (const Specialization& s : specs) n += s.IsVariant() ? 0 : 1;
+  for (const Specialization& s : specs) n += s.api ? 1 : 0;
   return n;
 }
 
@@ -138,7 +143,8 @@ std::string NarrowParams(const Kernel& k) { return ParamList(k, [](const Param& 
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k) {
   std::vector<std::string> params = {"kpack_stream stream"};
-  for (const Constexpr& c : k.constexprs) params.push_back(ConstexprCType(c) + " " + c.name);
+  for (const Constexpr& c : k.constexprs)
+    if (c.InApi()) params.push_back(ConstexprCType(c) + (c.kind == ConstexprKind::kStr ? "" : " ") + c.name);
   for (const Param& p : k.params) params.push_back(DispatchParam(p));
   return Join(params, ", ");
 }

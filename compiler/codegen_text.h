@@ -39,14 +39,15 @@ std::string TypedParam(const Specialization& s, const Param& p);
 // "const void *x" in a dispatcher, where the element type varies.
 std::string DispatchParam(const Param& p);
 
-// "kpack_dtype" or "int": a constexpr's type as a dispatcher argument.
+// "kpack_dtype", "int", "double" or "const char *": a constexpr's type as
+// a dispatcher argument.
 std::string ConstexprCType(const Constexpr& c);
 
 // `items` with `sep` between them.
 std::string Join(const std::vector<std::string>& items, const std::string& sep);
 
-// The specializations of `k` that the API names (variants are chosen
-// inside their typed launcher).
+// The specializations of `k` that the API names (the other builds are
+// chosen inside their typed launcher).
 std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs);
 
 // How many specializations the API names (variants not counted).

@@ -71,7 +71,12 @@ std::string BuildTriton(const UnitJob& job, const CompileEnv& env, ToolRunner& r
   if (!got.output || !got.depfile) return ToolFailure(job, "Triton", r, argv);
   out.binary = std::move(*got.output);
   out.meta = std::move(*got.depfile);
+  // The kernel's own file and every module of its package the helper read.
   out.deps = job.inputs;
+  std::string error;
+  if (std::optional<TritonMeta> meta = ParseTritonMeta(out.meta, &error))
+    for (const std::string& input : meta->inputs)
+      if (std::find(out.deps.begin(), out.deps.end(), input) == out.deps.end()) out.deps.push_back(input);
   return "";
 }
 

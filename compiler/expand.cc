@@ -1,5 +1,6 @@
 #include "expand.h"
 
+#include <algorithm>
 #include <map>
 
 namespace kpack {
@@ -11,15 +12,20 @@ std::string NamePart(const Constexpr& c, const ConstexprValue& v) {
       return c.tag + std::string(Info(v.dtype).manifest);
     case ConstexprKind::kBool:
       return v.integer ? c.tag : "no" + c.tag;
+    case ConstexprKind::kStr:
+      return c.tag + v.text;
+    case ConstexprKind::kFloat: {
+      // A C name holds no '.', '-' or '+': 1e-06 is 1em06, -0.5 is m0p5.
+      std::string part;
+      for (char ch : v.text) part += ch == '.' ? std::string("p") : ch == '-' ? std::string("m")
+                                     : ch == '+' ? std::string() : std::string(1, ch);
+      return c.tag + part;
+    }
     case ConstexprKind::kInt:
       break;
   }
   // A '-' cannot appear in a C identifier: spell -4 as m4.
   return c.tag + (v.integer < 0 ? "m" + std::to_string(-v.integer) : std::to_string(v.integer));
-}
-
-bool SameValue(const ConstexprValue& a, const ConstexprValue& b) {
-  return a.integer == b.integer && a.dtype == b.dtype;
 }
 
 bool Excluded(const Kernel& k, const std::vector<ConstexprValue>& values) {
@@ -28,7 +34,13 @@ bool Excluded(const Kernel& k, const std::vector<ConstexprValue>& values) {
     for (const auto& [index, value] : ex.matches) all = all && SameValue(values[index], value);
     if (all) return true;
   }
-  return false;
+  if (!k.configs) return false;
+  // Only the combinations the autotune configs list.
+  return std::none_of(k.configs->tuples.begin(), k.configs->tuples.end(), [&](const std::vector<ConstexprValue>& t) {
+    for (size_t i = 0; i < t.size(); ++i)
+      if (!SameValue(values[k.configs->axes[i]], t[i])) return false;
+    return true;
+  });
 }
 
 // The number of combinations, or 0 when it exceeds `limit`.
@@ -43,6 +55,7 @@ uint64_t ProductSize(const Kernel& k, uint64_t limit) {
 
 void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specialization>& out) {
   std::vector<size_t> odometer(k.constexprs.size(), 0);
+  std::map<std::string, size_t> groups;  // API name -> its first build in `out`
   while (true) {
     std::vector<ConstexprValue> values;
     for (size_t i = 0; i < k.constexprs.size(); ++i) values.push_back(k.constexprs[i].values[odometer[i]]);
@@ -50,12 +63,19 @@ void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specializatio
       Specialization s;
       s.kernel = &k;
       s.name = k.name;
-      for (size_t i = 0; i < values.size(); ++i) s.name += "_" + NamePart(k.constexprs[i], values[i]);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const Constexpr& c = k.constexprs[i];
+        if (c.InApi()) s.name += "_" + NamePart(c, values[i]);
+        else if (c.Computed()) s.computed += (s.computed.empty() ? "" : "_") + NamePart(c, values[i]);
+      }
       s.values = std::move(values);
       s.launcher = pkg.prefix + "_" + s.name;
       // Triton names the kernel after the Python function; kpack wraps CUDA
       // templates in an extern "C" kernel of its own name.
       s.symbol = k.language == Language::kTriton ? k.entry : "kpack_" + s.launcher;
+      auto [it, first] = groups.emplace(s.name, out.size());
+      s.api = first;
+      s.group = it->second;
       out.push_back(std::move(s));
     }
     // Advance the last constexpr fastest, so names sort like the manifest.
@@ -83,7 +103,20 @@ void CheckCollisions(const Package& pkg, const std::vector<Specialization>& spec
     claim(pkg.prefix + "_" + k.name + "_configs", owner, k.loc);
   }
   for (const Specialization& s : specs)
-    if (!s.IsVariant()) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
+    if (s.api) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);
+}
+
+// The variants each build of `k` gets, by VariantIndex.
+std::vector<unsigned> VariantsOf(const Kernel& k) {
+  const bool aligned = k.HasAlignedVariant(), narrow = k.HasNarrowVariant();
+  if (k.variants == Variants::kNone || (!aligned && !narrow)) return {};
+  // jit: the one build the JIT makes of an ordinary call, every auto
+  // param specialized together; each: every kind separately and both.
+  if (k.variants == Variants::kJit) return {(aligned ? 1u : 0u) | (narrow ? 2u : 0u)};
+  std::vector<unsigned> out;
+  for (unsigned index = 1; index < 4; ++index)
+    if (!((index & 1 && !aligned) || (index & 2 && !narrow))) out.push_back(index);
+  return out;
 }
 
 }  // namespace
@@ -93,7 +126,9 @@ ExprBindings BindingsFor(const Specialization& s) {
   b.constant = [&s](const std::string& name) -> std::optional<int64_t> {
     const Kernel& k = *s.kernel;
     for (size_t i = 0; i < k.constexprs.size(); ++i)
-      if (k.constexprs[i].name == name && k.constexprs[i].kind != ConstexprKind::kDtype) return s.values[i].integer;
+      if (k.constexprs[i].name == name &&
+          (k.constexprs[i].kind == ConstexprKind::kInt || k.constexprs[i].kind == ConstexprKind::kBool))
+        return s.values[i].integer;
     return std::nullopt;
   };
   b.size_of = [&s](const std::string& name) -> int64_t {
@@ -109,6 +144,8 @@ std::string ValueText(const Constexpr& c, const ConstexprValue& v) {
   switch (c.kind) {
     case ConstexprKind::kDtype: return std::string(Info(v.dtype).manifest);
     case ConstexprKind::kBool: return v.integer ? "true" : "false";
+    case ConstexprKind::kFloat:
+    case ConstexprKind::kStr: return v.text;
     case ConstexprKind::kInt: break;
   }
   return std::to_string(v.integer);
@@ -117,8 +154,8 @@ std::string ValueText(const Constexpr& c, const ConstexprValue& v) {
 std::string Specialization::Describe() const {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
-    if (i) out += ", ";
-    out += kernel->constexprs[i].name + "=" + ValueText(kernel->constexprs[i], values[i]);
+    if (!kernel->constexprs[i].InApi() && !kernel->constexprs[i].Computed()) continue;
+    out += (out.empty() ? "" : ", ") + kernel->constexprs[i].name + "=" + ValueText(kernel->constexprs[i], values[i]);
   }
   return IsVariant() ? out + "; " + VariantName() + " variant" : out;
 }
@@ -128,12 +165,24 @@ std::string Specialization::VariantName() const {
   return aligned ? "aligned" : narrow ? "i32" : "";
 }
 
+std::string Specialization::BuildLabel() const {
+  std::string out;
+  if (!api || IsVariant())
+    for (size_t i = 0; i < values.size(); ++i)
+      if (kernel->constexprs[i].Computed())
+        out += (out.empty() ? "" : ", ") + kernel->constexprs[i].name + "=" +
+               ValueText(kernel->constexprs[i], values[i]);
+  if (IsVariant()) out += (out.empty() ? "" : ", ") + VariantName() + " variant";
+  return out;
+}
+
 std::string Specialization::NameWithVariant() const {
-  return IsVariant() ? name + " (" + VariantName() + " variant)" : name;
+  std::string label = BuildLabel();
+  return label.empty() ? name : name + " (" + label + ")";
 }
 
 std::string Specialization::Stem() const {
-  return name + (aligned ? ".aligned" : "") + (narrow ? ".i32" : "");
+  return name + (computed.empty() ? "" : "." + computed) + (aligned ? ".aligned" : "") + (narrow ? ".i32" : "");
 }
 
 int Specialization::Divisibility(const Param& p) const {
@@ -147,28 +196,40 @@ ParamType Specialization::TypeOf(const Param& p) const {
 }
 
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
-  std::vector<Specialization> out;
+  std::vector<Specialization> builds;
   for (const Kernel& k : pkg.kernels) {
     uint64_t size = ProductSize(k, pkg.max_specializations);
     if (size == 0 || size > pkg.max_specializations) {
-      diag.Error(k.loc, "kernel '" + k.name + "' expands to more than " +
-                            std::to_string(pkg.max_specializations) +
+      diag.Error(k.loc, "kernel '" + k.name + "' expands to more than " + std::to_string(pkg.max_specializations) +
                             " specializations (max_specializations in the package file)");
       continue;
     }
-    size_t before = out.size();
-    ExpandKernel(pkg, k, out);
-    if (out.size() == before) diag.Error(k.loc, "every specialization of kernel '" + k.name + "' is excluded");
+    size_t before = builds.size();
+    ExpandKernel(pkg, k, builds);
+    if (builds.size() == before) diag.Error(k.loc, "every specialization of kernel '" + k.name + "' is excluded");
+  }
+  // The API's builds first (specialization i is build i), then the other
+  // computed values; `group` follows the move.
+  std::vector<size_t> order(builds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return builds[i].api; });
+  std::vector<size_t> new_index(builds.size());
+  std::vector<Specialization> out;
+  for (size_t i : order) {
+    new_index[i] = out.size();
+    out.push_back(std::move(builds[i]));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].group = new_index[out[i].group];
+    out[i].base = i;
   }
   CheckCollisions(pkg, out, diag);
   for (size_t i = 0, n = out.size(); i < n; ++i) {
-    const bool aligned = out[i].kernel->HasAlignedVariant();
-    const bool narrow = out[i].kernel->HasNarrowVariant();
-    for (unsigned index = 1; index < 4; ++index) {
-      if ((index & 1 && !aligned) || (index & 2 && !narrow)) continue;
+    for (unsigned index : VariantsOf(*out[i].kernel)) {
       Specialization variant = out[i];
       variant.aligned = index & 1;
       variant.narrow = index & 2;
+      variant.api = false;
       variant.base = i;
       out.push_back(std::move(variant));
     }

@@ -79,7 +79,7 @@ std::string GenerateInventory(const InventoryInput& in) {
     const Kernel& k = *s.kernel;
     json::Object constexprs;
     for (size_t c = 0; c < k.constexprs.size(); ++c) constexprs[k.constexprs[c].name] = ValueText(k.constexprs[c], s.values[c]);
-    specs_of[&k].push_back(json::Object{
+    json::Object spec{
         {"name", s.name},
         {"launcher", s.launcher},
         {"symbol", s.symbol},
@@ -88,7 +88,11 @@ std::string GenerateInventory(const InventoryInput& in) {
         {"sass_archs", ArchNames(p.sass_archs)},
         {"ptx_archs", ArchNames(p.ptx_archs)},
         {"fatbin", json::Object{{"size", static_cast<int64_t>(p.fatbin.size())}, {"blake3", HashHex(p.fatbin)}}},
-        {"units", std::move(units[&s])}});
+        {"units", std::move(units[&s])}};
+    // What sets a build apart from the API's build of its specialization
+    // (computed values, variants): several builds share one name.
+    if (std::string label = s.BuildLabel(); !label.empty()) spec["build"] = label;
+    specs_of[&k].push_back(std::move(spec));
     total_fatbin += static_cast<int64_t>(p.fatbin.size());
     debug_specs += p.build_mode == "debug" ? 1 : 0;
   }
@@ -110,6 +114,20 @@ std::string GenerateInventory(const InventoryInput& in) {
       o["launch_shared_mem"] = FormatExpr(k.launch.shared_mem);
     }
     if (k.debug) o["debug_reason"] = k.debug_reason;
+    // The launchers' parameters, as an FFI binding (tests/gpu's corpus
+    // harness) needs them: C type text as the manifest wrote it.
+    json::Array params;
+    for (const Param& p : k.params) {
+      json::Object param{{"name", p.name}, {"type", p.type_text}};
+      if (p.launch_only) param["launch_only"] = true;
+      params.push_back(std::move(param));
+    }
+    o["params"] = std::move(params);
+    json::Object computed;
+    for (const Constexpr& c : k.constexprs)
+      if (c.Computed()) computed[c.name] = FormatExpr(*c.rule);
+    if (!computed.empty()) o["computed"] = std::move(computed);
+    if (!k.triton.autotune_key.empty()) o["autotune_key"] = JsonStrings(k.triton.autotune_key);
     kernels.push_back(std::move(o));
   }
   json::Object root{

@@ -51,6 +51,12 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     if (a == "--quiet") { o.quiet = true; continue; }
     if (a == "--allow-debug-kernels") { o.allow_debug_kernels = true; continue; }
     if (a == "--allow-outside-root") { o.allow_outside_root = true; continue; }
+    // Repeatable: each adds a directory.
+    if (a == "--python-path" || a.rfind("--python-path=", 0) == 0) {
+      if (a == "--python-path" && i + 1 >= args.size()) { error = "--python-path needs a value"; return false; }
+      o.python_path.push_back(a == "--python-path" ? args[++i] : a.substr(std::string("--python-path=").size()));
+      continue;
+    }
     bool matched = false;
     for (Flag& f : flags) {
       std::string name = f.name;
@@ -164,6 +170,8 @@ int Usage(std::ostream& out, int code) {
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
          "  --python PATH           Python with Triton, for Triton kernels (default python3)\n"
          "  --triton-helper PATH    triton_helper.py (default: beside kpack)\n"
+         "  --python-path DIR       where Triton kernels' packages are (module: in a\n"
+         "                          manifest); repeatable, searched first\n"
          "  -j N                    units compiled at once (default: cores, within memory)\n"
          "  --job-memory MIB        memory per unit job, for the default -j (2048)\n"
          "  --ninja PATH            Ninja, which runs the units (default ninja; none: threads)\n"

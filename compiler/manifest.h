@@ -13,6 +13,7 @@
 
 #include "diagnostics.h"
 #include "model.h"
+#include "triton_source.h"
 
 namespace kpack {
 
@@ -31,6 +32,15 @@ struct LoadOptions {
   // them) are the only ones that exist and the disk is never touched: the
   // fuzzer and tests run the pipeline on text held in memory.
   const std::map<std::string, std::string>* files = nullptr;
+
+  // Directories of Triton kernels' Python packages (`kpack build
+  // --python-path`), searched before the package file's python_path.
+  std::vector<std::string> python_path;
+
+  // Reads Triton kernels' sources (triton_source.h).  nullptr: Triton
+  // kernels are taken as their manifests say, with no source facts (tests
+  // of the manifest format, the fuzzer).
+  TritonDescriber* describer = nullptr;
 };
 
 // Loads the package file at `path` and every kernel manifest it lists.

@@ -75,23 +75,29 @@ std::vector<Arch> Kernel::BuildArchs() const {
   return out;
 }
 
-namespace {
-
-int64_t OptionValue(const Kernel& k, const std::vector<ConstexprValue>& values, const std::string& name,
-                    int64_t fallback) {
-  for (size_t i = 0; i < k.constexprs.size() && i < values.size(); ++i)
-    if (k.constexprs[i].name == name) return values[i].integer;
-  return fallback;
+bool SameValue(const ConstexprValue& a, const ConstexprValue& b) {
+  // Floats compare by value (so 1e-6 and 0.000001 are one), strings by text.
+  return a.integer == b.integer && a.dtype == b.dtype && a.real == b.real && a.text == b.text;
 }
 
-}  // namespace
+const ConstexprValue* Kernel::Option(const std::vector<ConstexprValue>& values, const std::string& name) const {
+  for (size_t i = 0; i < constexprs.size() && i < values.size(); ++i)
+    if (constexprs[i].option && constexprs[i].name == name) return &values[i];
+  return nullptr;
+}
 
 int64_t Kernel::NumWarps(const std::vector<ConstexprValue>& values) const {
-  return OptionValue(*this, values, "num_warps", 4);
+  const ConstexprValue* v = Option(values, "num_warps");
+  return v ? v->integer : 4;
 }
 
 int64_t Kernel::NumStages(const std::vector<ConstexprValue>& values) const {
-  return OptionValue(*this, values, "num_stages", 3);
+  const ConstexprValue* v = Option(values, "num_stages");
+  return v ? v->integer : 3;
+}
+
+bool Kernel::HasComputed() const {
+  return std::any_of(constexprs.begin(), constexprs.end(), [](const Constexpr& c) { return c.Computed(); });
 }
 
 bool Kernel::HasAlignedVariant() const {

@@ -30,13 +30,27 @@ std::optional<Arch> ParseArch(const std::string& name);
 // The accepted arch names, comma-separated, for messages.
 std::string SupportedArchList();
 
-enum class ConstexprKind { kInt, kBool, kDtype };
+// float and str are Triton's: a tl.constexpr may be any Python literal.
+enum class ConstexprKind { kInt, kBool, kDtype, kFloat, kStr };
 
-// One value of a constexpr: an integer (int, and bool as 0/1) or a dtype.
+// One value of a constexpr: an integer (int, and bool as 0/1), a dtype, a
+// float or a string.
 struct ConstexprValue {
   int64_t integer = 0;
   Scalar dtype = Scalar::kF32;
+  double real = 0;   // kFloat
+  std::string text;  // kStr; kFloat: its shortest spelling ("1e-06")
   SourceLoc loc;
+};
+
+// Whether two values of one constexpr are the same value.
+bool SameValue(const ConstexprValue& a, const ConstexprValue& b);
+
+// Where a constexpr comes from (docs/manifest.md, "Triton sources").
+enum class ConstexprOrigin {
+  kManifest,   // the manifest's constexprs or options
+  kAutotune,   // a field of the kernel's autotune configs
+  kHeuristic,  // a triton.heuristics value, computed by the launcher
 };
 
 struct Constexpr {
@@ -45,6 +59,25 @@ struct Constexpr {
   std::vector<ConstexprValue> values;
   std::string tag;  // name part prefix: "b" in "b256"
   SourceLoc loc;
+  // A Triton compile option (num_warps, num_stages, maxnreg,
+  // enable_fp_fusion), not a tl.constexpr parameter of the kernel.
+  bool option = false;
+  ConstexprOrigin origin = ConstexprOrigin::kManifest;
+  // A computed constexpr: the launcher evaluates `rule` over the call's
+  // values and runs the build for the result; callers never pass it, and
+  // it is not part of the API's names.  `rule_source` says where the rule
+  // came from, for messages ("heuristic at fla/ops/x.py:12:18").
+  std::optional<Expr> rule;
+  std::string rule_source;
+  bool rule_none = false;  // `rule: none`: the caller chooses, whatever the source computes
+  // Whether callers see it (specialization names, dispatcher arguments,
+  // config structs): false for what every build shares (a field all
+  // autotune configs set alike).
+  bool in_api = true;
+
+  bool Computed() const { return rule.has_value(); }
+  // A constexpr the caller chooses: in the API, not computed.
+  bool InApi() const { return in_api && !Computed(); }
 };
 
 // The type of a runtime parameter: a scalar, or a pointer to a scalar or
@@ -63,11 +96,14 @@ struct Param {
   // `divisibility: auto` (divisibility is then 16): the hint holds only in
   // the aligned variant, which the launcher picks when the value allows it.
   bool divisibility_auto = false;
-  SourceLoc divisibility_loc;
+  SourceLoc divisibility_loc;  // line 0: the manifest does not say
   // `width: auto` on an i64 param (Triton): the i32 variant passes it as
   // int32, as Triton's JIT does for values that fit; the launcher picks.
   bool width_auto = false;
-  SourceLoc width_loc;
+  SourceLoc width_loc;         // line 0: the manifest does not say
+  // A launch-only param sizes the launch (grid, block, shared memory,
+  // rules) and is not passed to the kernel.
+  bool launch_only = false;
   std::string type_text;  // as written, for messages
   SourceLoc loc;
 };
@@ -77,6 +113,24 @@ struct Param {
 struct Exclusion {
   std::vector<std::pair<size_t, ConstexprValue>> matches;  // constexpr index
   SourceLoc loc;
+};
+
+// A Triton kernel's autotune configs: the combinations of some constexprs
+// and options (`axes`, constexpr indices) that are built.  Every other
+// combination of those axes is left out of the product.
+struct ConfigSet {
+  std::vector<size_t> axes;
+  std::vector<std::vector<ConstexprValue>> tuples;  // one value per axis
+  std::vector<std::string> key;  // autotune's key: the params a choice depends on
+  SourceLoc loc;                 // the decorator, or the manifest's autotune:
+};
+
+// How a Triton kernel's parameters are specialized, as Triton's JIT
+// specializes a call (docs/manifest.md, "Specialization").
+enum class Variants {
+  kJit,   // two builds: the JIT's usual one (auto params hinted, i32) and the general one
+  kEach,  // the aligned and the i32 variant separately: up to four builds
+  kNone,  // one build, the params as the manifest types them
 };
 
 struct Launch {
@@ -91,9 +145,19 @@ struct Launch {
 
 enum class Language { kCuda, kTriton };
 
-// Constexpr axes of a Triton kernel that are compile options, not
-// tl.constexpr parameters.
-inline bool IsTritonOption(const std::string& name) { return name == "num_warps" || name == "num_stages"; }
+// Triton's compile options that kpack builds as axes: what triton.Config
+// and the JIT's launch keywords set.
+inline bool IsTritonOption(const std::string& name) {
+  return name == "num_warps" || name == "num_stages" || name == "maxnreg" || name == "enable_fp_fusion";
+}
+
+// What the load pass learned of a Triton kernel from its source, without
+// running it (triton_source.h): kept for the inventory and the build.
+struct TritonFacts {
+  std::vector<std::string> inputs;  // every file the kernel is made from
+  std::vector<std::string> autotune_key;
+  int line = 0;                     // of the entry's def
+};
 
 struct Kernel {
   std::string name;
@@ -102,11 +166,13 @@ struct Kernel {
   std::string source_path;    // resolved, relative to the working directory
   std::string source_name;    // relative to the project root (RootRelative)
   std::string source_text;    // as written in the manifest, for messages
+  std::string module;         // Triton `module:` (dotted), found on the python path
   std::string entry;
   std::string doc;
   std::vector<Constexpr> constexprs;
   std::vector<Param> params;
   std::vector<Exclusion> exclusions;
+  std::optional<ConfigSet> configs;  // Triton autotune configs
   Launch launch;
   std::vector<Arch> archs;
   bool ptx = false;
@@ -122,16 +188,31 @@ struct Kernel {
   SourceLoc source_loc;    // the `source:` value
   SourceLoc params_loc;    // the `params:` key, for layout mismatches
 
+  // Triton: how the source is read (`load:` slice, the default, or
+  // execute), where its package's modules are found, the values `assume:`
+  // gives module-level names (JSON literals), and how params specialize.
+  bool execute_module = false;
+  std::vector<std::string> python_path;
+  std::vector<std::pair<std::string, std::string>> assume;
+  Variants variants = Variants::kJit;
+  SourceLoc variants_loc;
+  TritonFacts triton;
+
   // The archs the cubins are built for: `archs`, except that Triton builds
   // Hopper and newer for the arch-specific variant (sm_90 as sm_90a), as its
   // own JIT does.
   std::vector<Arch> BuildArchs() const;
   // "debug" or "release": what every specialization records.
   const char* BuildMode() const { return debug ? "debug" : "release"; }
-  // Triton's num_warps: the constexpr of that name in `values`, else 4.
+  // Triton's num_warps: the option of that name in `values`, else 4.
   int64_t NumWarps(const std::vector<ConstexprValue>& values) const;
-  // Triton's num_stages: the constexpr of that name in `values`, else 3.
+  // Triton's num_stages: the option of that name in `values`, else 3.
   int64_t NumStages(const std::vector<ConstexprValue>& values) const;
+  // The option `name` in `values`, if the kernel has it as an axis.
+  const ConstexprValue* Option(const std::vector<ConstexprValue>& values, const std::string& name) const;
+
+  // Whether a computed constexpr (a rule) selects among builds.
+  bool HasComputed() const;
 
   // Whether each specialization also gets an aligned variant: some param
   // says `divisibility: auto`.
@@ -155,6 +236,10 @@ struct Package {
   bool allow_debug = false;               // every kernel may be a debug build
   uint64_t max_specializations = 4096;
   std::string compress_mode;  // fatbinary --compress-mode; "" for its default
+  // Triton: directories of the kernels' Python packages, and `assume:`
+  // values every kernel inherits (a kernel's own win).
+  std::vector<std::string> python_path;
+  std::vector<std::pair<std::string, std::string>> assume;
   std::vector<Kernel> kernels;
   SourceLoc loc;
 };

@@ -36,6 +36,8 @@ std::string TemplateArgument(const Constexpr& c, const ConstexprValue& v) {
   switch (c.kind) {
     case ConstexprKind::kDtype: return std::string(Info(v.dtype).cuda_type);
     case ConstexprKind::kBool: return v.integer ? "true" : "false";
+    case ConstexprKind::kFloat:
+    case ConstexprKind::kStr: return v.text;  // refused for CUDA by the load pass
     case ConstexprKind::kInt: break;
   }
   return v.integer < 0 ? "(" + std::to_string(v.integer) + ")" : std::to_string(v.integer);
@@ -73,6 +75,7 @@ std::string InstantiationSource(const Specialization& s) {
   std::vector<std::string> targs, types, declared, names;
   for (size_t i = 0; i < k.constexprs.size(); ++i) targs.push_back(TemplateArgument(k.constexprs[i], s.values[i]));
   for (const Param& p : k.params) {
+    if (p.launch_only) continue;  // sizes the launch only
     types.push_back(CudaType(s, p.type));
     declared.push_back(CudaType(s, p.type) + " " + p.name);
     names.push_back(p.name);
@@ -165,17 +168,22 @@ Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& vers
 }
 
 std::string CountUnits(const Plan& plan) {
-  size_t variants = 0;
+  size_t variants = 0, computed = 0;
   bool aligned = false, narrow = false;
   for (const Unit& u : plan.units) {
     variants += u.spec->IsVariant() ? 1 : 0;
+    computed += !u.spec->api && !u.spec->IsVariant() ? 1 : 0;
     aligned = aligned || u.spec->aligned;
     narrow = narrow || u.spec->narrow;
   }
   std::string out = std::to_string(plan.units.size()) + " units";
-  if (!variants) return out;
-  std::string kinds = aligned && narrow ? "aligned and i32" : aligned ? "aligned" : "i32";
-  return out + " (" + std::to_string(variants) + " of " + kinds + " variants)";
+  std::vector<std::string> parts;
+  if (variants) {
+    std::string kinds = aligned && narrow ? "aligned and i32" : aligned ? "aligned" : "i32";
+    parts.push_back(std::to_string(variants) + " of " + kinds + " variants");
+  }
+  if (computed) parts.push_back(std::to_string(computed) + " of other computed constexpr values");
+  return parts.empty() ? out : out + " (" + Join(parts) + ")";
 }
 
 }  // namespace kpack

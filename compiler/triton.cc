@@ -1,10 +1,9 @@
 #include "triton.h"
 
-// LLVM's headers trip -Wunused-parameter; keep the warning for our code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include "llvm/Support/JSON.h"
-#pragma GCC diagnostic pop
+#include <filesystem>
+
+#include "json_util.h"
+
 
 namespace kpack {
 namespace {
@@ -32,30 +31,54 @@ std::string TritonType(const Specialization& s, const ParamType& t) {
 
 std::string TritonRequest(const Specialization& s, const Arch& arch) {
   const Kernel& k = *s.kernel;
-  llvm::json::Object constexprs;
+  llvm::json::Object constexprs, options;
   for (size_t i = 0; i < k.constexprs.size(); ++i) {
     const Constexpr& c = k.constexprs[i];
-    // dtypes become pointer types; num_warps/num_stages are options.
-    if (c.kind == ConstexprKind::kDtype || IsTritonOption(c.name)) continue;
-    if (c.kind == ConstexprKind::kBool) constexprs[c.name] = s.values[i].integer != 0;
-    else constexprs[c.name] = s.values[i].integer;
+    const ConstexprValue& v = s.values[i];
+    llvm::json::Object& into = c.option ? options : constexprs;
+    switch (c.kind) {
+      case ConstexprKind::kDtype: continue;  // dtypes become pointer types
+      case ConstexprKind::kBool: into[c.name] = v.integer != 0; break;
+      case ConstexprKind::kInt: into[c.name] = v.integer; break;
+      // As text: a JSON number 3 would reach Python as the int 3.
+      case ConstexprKind::kFloat: into[c.name] = llvm::json::Object{{"float", v.text}}; break;
+      case ConstexprKind::kStr: into[c.name] = v.text; break;
+    }
   }
+  // maxnreg 0: an autotune config that sets none (no limit).
+  if (const llvm::json::Value* maxnreg = options.get("maxnreg"); maxnreg && maxnreg->getAsInteger() == 0)
+    options.erase("maxnreg");
+  if (!options.get("num_warps")) options["num_warps"] = k.NumWarps(s.values);
+  if (!options.get("num_stages")) options["num_stages"] = k.NumStages(s.values);
   llvm::json::Array params;
   for (const Param& p : k.params) {
+    if (p.launch_only) continue;
     llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, s.TypeOf(p))}};
     if (int d = s.Divisibility(p)) param["divisibility"] = d;
     params.push_back(std::move(param));
   }
+  llvm::json::Object assume;
+  for (const auto& [name, literal] : k.assume) {
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(literal);
+    if (value) assume[name] = std::move(*value);
+    else llvm::consumeError(value.takeError());
+  }
+  std::vector<std::string> python_path;
+  std::error_code ec;
+  for (const std::string& dir : k.python_path)
+    python_path.push_back(std::filesystem::absolute(dir, ec).lexically_normal().generic_string());
   // source_name is what Triton records in line info: root-relative, so the
   // cubin does not depend on where the build runs (docs/shipping.md).
   llvm::json::Object request{{"source", k.source_path},
                              {"source_name", k.source_name},
                              {"entry", k.entry},
                              {"arch", arch.number},
-                             {"num_warps", k.NumWarps(s.values)},
-                             {"num_stages", k.NumStages(s.values)},
+                             {"options", std::move(options)},
                              {"constexprs", std::move(constexprs)},
                              {"params", std::move(params)}};
+  if (!python_path.empty()) request["python_path"] = JsonStrings(python_path);
+  if (!assume.empty()) request["assume"] = std::move(assume);
+  if (k.execute_module) request["load"] = "execute";
   if (k.debug) request["debug"] = true;  // Triton's debug=True (debug_guard.h)
   std::string out;
   llvm::raw_string_ostream os(out);
@@ -81,7 +104,7 @@ std::optional<TritonMeta> ParseTritonMeta(const std::string& json, std::string* 
     return std::nullopt;
   }
   return TritonMeta{name->str(), static_cast<uint32_t>(*shared), static_cast<uint32_t>(*warps),
-                    static_cast<uint32_t>(*hidden)};
+                    static_cast<uint32_t>(*hidden), JsonGetStrings(*o, "inputs")};
 }
 
 std::string ProbeTriton(ToolRunner& runner, TritonTools& tools) {
@@ -90,7 +113,10 @@ std::string ProbeTriton(ToolRunner& runner, TritonTools& tools) {
     tools.version = r.output;
     return "";
   }
-  std::string why = !r.spawn_error.empty() ? r.spawn_error : r.output;
+  return TritonMissingMessage(!r.spawn_error.empty() ? r.spawn_error : r.output);
+}
+
+std::string TritonMissingMessage(std::string why) {
   while (!why.empty() && why.back() == '\n') why.pop_back();
   return "Triton kernels need Python 3 with Triton 3.6.0 at build time (" + why +
          ")\n  install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup)";

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "expand.h"
 #include "toolchain.h"
@@ -25,6 +26,7 @@ struct TritonMeta {
   uint32_t shared = 0;              // dynamic shared memory per launch
   uint32_t num_warps = 4;           // the block is 32 x num_warps threads
   uint32_t hidden_pointer_params = 0;  // appended by Triton, passed as NULL
+  std::vector<std::string> inputs;     // every file the kernel was made from
 };
 
 // Parses the helper's metadata JSON; nullopt with *error on malformed input.
@@ -40,5 +42,8 @@ struct TritonTools {
 // Runs the helper's `version`; an empty string on success, else a message
 // that says how to install what is missing.
 std::string ProbeTriton(ToolRunner& runner, TritonTools& tools);
+
+// What to tell a user whose Python cannot run Triton's compiler (`why`).
+std::string TritonMissingMessage(std::string why);
 
 }  // namespace kpack

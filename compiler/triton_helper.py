@@ -1,24 +1,42 @@
 """kpack's bridge to Triton's compiler, run by `kpack build` at build time only.
 
     python3 triton_helper.py version
+    python3 triton_helper.py describe REQUEST.json OUT.json
     python3 triton_helper.py compile REQUEST.json OUT.cubin OUT.meta.json
 
-The request names the source file (and the root-relative name to record in
-line info), the @triton.jit function, the Triton
-signature of each runtime parameter, the constexpr values, the divisibility
-hints, num_warps, num_stages and the target arch.  The helper checks that the
-manifest and the kernel agree on parameters, compiles for the explicit target
-(no GPU or driver needed), and writes the cubin and its metadata.
+`describe` reads every Triton kernel of a package from its source, without
+running its module (kpack_slice.py): the parameters as Triton sees them, the
+autotune configs and key, the heuristics translated into kpack expressions,
+the files read, and every construct that cannot be packaged, each at its
+file:line:col.  The load pass merges that into the manifests.
+
+`compile` compiles one (specialization, arch) unit: the request names the
+source, the entry, the Triton signature of each runtime parameter, the
+constexpr values, the divisibility hints, the compile options and the target
+arch.  The kernel's JIT functions are built from source (or, with `load:
+execute`, by running its module), the manifest and the kernel are checked to
+agree on parameters, and the cubin and its metadata are written.  No GPU or
+driver is needed.
 
 Errors go to stderr as one line (plus Triton's own message) with exit code 1;
 kpack prefixes them with the manifest position and the specialization.  The
-compiler proper stays in C++: this file only does what needs Python.
+compiler proper stays in C++: these files only do what needs Python.
 """
+import importlib
 import json
 import linecache
 import os
 import sys
 import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kpack_jit import KernelSlice, jit_keywords  # noqa: E402
+from kpack_slice import SearchPath, SliceError, Slicer  # noqa: E402
+from kpack_wrappers import describe_autotune, describe_heuristics, describe_params  # noqa: E402
+
+# The Triton versions whose compile API and metadata this helper knows.
+SUPPORTED_TRITON = ("3.6",)
 
 
 def fail(message):
@@ -35,49 +53,146 @@ def import_triton():
     return sys.modules["triton"]
 
 
-def load_kernel(triton, source, entry, name):
-    """Runs the kernel's module with its code named `name` (the source's path
-    relative to the project root): Triton records that name in the cubin's
-    line info, and an absolute path there would make the cubin depend on
-    where the build runs."""
-    # The module runs from its own directory, as Triton's AOT tool does, so
-    # it can import its neighbours.
-    sys.path.insert(0, os.path.dirname(os.path.abspath(source)))
-    module = types.ModuleType("kpack_triton_source")
-    module.__file__ = os.path.abspath(source)
+def make_slicer(request):
+    path = SearchPath(request.get("python_path", []), request.get("root")).with_source(request["source"])
+    return Slicer(path, request.get("assume"))
+
+
+def entry_slice(request):
+    """(slicer, KernelSlice) of a request's entry, read from source."""
+    slicer = make_slicer(request)
+    module = slicer.module_for_file(request["source"], request.get("source_name"))
+    return slicer, KernelSlice(slicer, module, request["entry"])
+
+
+# ---- describe ----------------------------------------------------------------------------
+
+def describe_kernel(request):
+    out = {"errors": [], "inputs": []}
     try:
-        with open(source) as f:
-            text = f.read()
-        # Triton reads the kernel's text back through inspect, which finds it
-        # under `name` here (an mtime of None keeps checkcache from dropping it).
-        linecache.cache[name] = (len(text), None, text.splitlines(True), name)
-        exec(compile(text, name, "exec"), module.__dict__)
+        slicer, ks = entry_slice(request)
+    except (OSError, SyntaxError, UnicodeDecodeError) as e:
+        out["errors"].append({"loc": "%s:%d:%d" % (request.get("source_name") or request["source"],
+                                                   getattr(e, "lineno", 0) or 0, getattr(e, "offset", 0) or 0),
+                              "message": "cannot read the kernel's source: %s" % e})
+        return out
+    try:
+        fdef = ks.entry()
+        keywords = jit_keywords(slicer, fdef)
+    except SliceError as e:
+        out["errors"].append({"loc": str(e.loc), "message": e.message})
+        out["inputs"] = slicer.inputs
+        return out
+    dns = keywords.get("do_not_specialize") or []
+    dnsoa = keywords.get("do_not_specialize_on_alignment") or []
+    out["line"] = fdef.node.lineno
+    try:
+        out["params"] = describe_params(slicer, fdef, dns, dnsoa)
+    except ValueError as e:
+        out["errors"].append({"loc": str(fdef.module.loc(fdef.node)), "message": str(e)})
+        out["params"] = []
+    names = [p["name"] for p in out["params"]]
+    out["decorators"] = []
+    for kind, dec in fdef.decorators:
+        if kind == "autotune":
+            out["decorators"].append(dict(describe_autotune(slicer, fdef, dec), kind="autotune"))
+        elif kind == "heuristics":
+            out["decorators"].append({"kind": "heuristics", "loc": str(fdef.module.loc(dec)),
+                                      "values": describe_heuristics(slicer, fdef, dec, names)})
+    if request.get("load", "slice") == "slice":
+        for e in ks.check():
+            out["errors"].append({"loc": str(e.loc), "message": e.message})
+    out["inputs"] = slicer.inputs
+    return out
+
+
+def describe(request_path, out_path):
+    with open(request_path) as f:
+        request = json.load(f)
+    triton = import_triton()
+    kernels = [describe_kernel(k) for k in request["kernels"]]
+    with open(out_path, "w") as f:
+        json.dump({"triton_version": triton.__version__, "kernels": kernels}, f, sort_keys=True)
+
+
+# ---- compile -----------------------------------------------------------------------------
+
+def execute_module(triton, request):
+    """`load: execute`: runs the kernel's module, as the JIT does.  A module
+    of a package is imported by name from the python path (its package's
+    __init__ runs too, and line info names the installed files); a loose
+    file runs from its own directory, so it can import its neighbours, with
+    its code named `source_name` (root-relative, so the cubin does not
+    depend on where the build runs)."""
+    source, name = request["source"], request.get("source_name") or os.path.basename(request["source"])
+    path = SearchPath(request.get("python_path", []), request.get("root")).with_source(source)
+    qualname = path.qualname_of(source)
+    try:
+        if "." in qualname:
+            sys.path[0:0] = path.dirs
+            module = importlib.import_module(qualname)
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(source)))
+            module = types.ModuleType("kpack_triton_source")
+            module.__file__ = os.path.abspath(source)
+            with open(source) as f:
+                text = f.read()
+            # Triton reads the kernel's text back through inspect, which finds
+            # it under `name` here (an mtime of None keeps checkcache from
+            # dropping it).
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+            exec(compile(text, name, "exec"), module.__dict__)
     except Exception as e:
         fail("cannot import %s: %s: %s" % (source, type(e).__name__, e))
-    fn = getattr(module, entry, None)
+    fn = getattr(module, request["entry"], None)
+    while fn is not None and not isinstance(fn, triton.runtime.JITFunction) and hasattr(fn, "fn"):
+        fn = fn.fn  # an Autotuner or Heuristics wraps the JITFunction
     if not isinstance(fn, triton.runtime.JITFunction):
-        fail("%s has no @triton.jit function named '%s'" % (source, entry))
-    return fn
+        fail("%s has no @triton.jit function named '%s'" % (source, request["entry"]))
+    return fn, [os.path.abspath(source)]
 
 
-def check_parameters(fn, request):
-    """The manifest's params must be the kernel's runtime parameters, in
-    order, and its constexprs exactly the kernel's tl.constexpr ones."""
+def load_kernel(triton, request):
+    """The entry's JITFunction and the files it was made from."""
+    if request.get("load", "slice") == "execute":
+        return execute_module(triton, request)
+    try:
+        slicer, ks = entry_slice(request)
+        return ks.build(), slicer.inputs
+    except SliceError as e:
+        fail(str(e))
+
+
+def bind_parameters(fn, request):
+    """The manifest's constexprs must be tl.constexpr parameters of the
+    kernel, and its params the kernel's runtime parameters in order.  A
+    constexpr the manifest does not give takes its default from the
+    signature, and a runtime parameter it does not list whose default is
+    None is passed as None (a constexpr, as the JIT does).  Returns the
+    constexpr values by name."""
     kernel_constexprs = [p.name for p in fn.params if p.is_constexpr]
-    kernel_runtime = [p.name for p in fn.params if not p.is_constexpr]
-    manifest_constexprs = list(request["constexprs"].keys())
-    for name in manifest_constexprs:
+    # Floats come as {"float": "1e-06"}: a JSON 3 would be Python's int 3.
+    constexprs = {name: float(v["float"]) if isinstance(v, dict) else v for name, v in request["constexprs"].items()}
+    for name in constexprs:
         if name not in kernel_constexprs:
             fail("manifest constexpr '%s' is not a tl.constexpr parameter of %s (its tl.constexpr parameters: %s)"
                  % (name, fn.__name__, ", ".join(kernel_constexprs) or "none"))
-    for name in kernel_constexprs:
-        if name not in manifest_constexprs:
-            fail("%s's tl.constexpr parameter '%s' has no values in the manifest's constexprs"
-                 % (fn.__name__, name))
-    manifest_runtime = [p["name"] for p in request["params"]]
-    if manifest_runtime != kernel_runtime:
+    listed = [p["name"] for p in request["params"]]
+    runtime = []
+    for p in fn.params:
+        if p.is_constexpr and p.name not in constexprs:
+            if not p.has_default:
+                fail("%s's tl.constexpr parameter '%s' has no values in the manifest's constexprs and no default"
+                     % (fn.__name__, p.name))
+            constexprs[p.name] = p.default
+        elif not p.is_constexpr and p.name not in listed and p.has_default and p.default is None:
+            constexprs[p.name] = None
+        elif not p.is_constexpr:
+            runtime.append(p.name)
+    if listed != runtime:
         fail("the manifest's params (%s) are not %s's runtime parameters in order (%s)"
-             % (", ".join(manifest_runtime), fn.__name__, ", ".join(kernel_runtime)))
+             % (", ".join(listed), fn.__name__, ", ".join(runtime)))
+    return constexprs
 
 
 def compile_kernel(request_path, cubin_path, meta_path):
@@ -85,31 +200,32 @@ def compile_kernel(request_path, cubin_path, meta_path):
         request = json.load(f)
     triton = import_triton()
     from triton.backends.compiler import GPUTarget
-    fn = load_kernel(triton, request["source"], request["entry"],
-                     request.get("source_name") or os.path.basename(request["source"]))
-    check_parameters(fn, request)
-
-    signature = {}
-    attrs = {}
-    constexprs = request["constexprs"]
+    fn, inputs = load_kernel(triton, request)
+    constexprs = bind_parameters(fn, request)
+    signature, attrs = {}, {}
+    params = {p["name"]: p for p in request["params"]}
     for index, p in enumerate(fn.params):
-        if p.is_constexpr:
+        if p.name in constexprs:
             signature[p.name] = "constexpr"
             continue
-        param = next(q for q in request["params"] if q["name"] == p.name)
+        param = params[p.name]
         signature[p.name] = param["triton_type"]
         if param.get("divisibility") == 16:
             attrs[(index,)] = [["tt.divisibility", 16]]
+    options = dict(request.get("options", {}))
+    options["debug"] = bool(request.get("debug", False))
     target = GPUTarget("cuda", int(request["arch"]), 32)
     try:
         backend = triton.compiler.make_backend(target)
-        options = backend.parse_options({"num_warps": request["num_warps"], "num_stages": request["num_stages"],
-                                         "debug": bool(request.get("debug", False))})
+        parsed = backend.parse_options(options)
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-        compiled = triton.compile(src, target=target, options=options.__dict__)
+        compiled = triton.compile(src, target=target, options=parsed.__dict__)
     except Exception as e:
         fail("Triton failed to compile %s: %s: %s" % (fn.__name__, type(e).__name__, e))
+    write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path)
 
+
+def write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path):
     md = compiled.metadata
     global_scratch = getattr(md, "global_scratch_size", 0) or 0
     profile_scratch = getattr(md, "profile_scratch_size", 0) or 0
@@ -123,11 +239,14 @@ def compile_kernel(request_path, cubin_path, meta_path):
         "name": md.name,
         "shared": int(md.shared),
         "num_warps": int(md.num_warps),
-        "num_stages": int(request["num_stages"]),
+        "num_stages": int(md.num_stages),
         # Triton >= 3.3 appends global_scratch and profile_scratch pointers
         # to every kernel; the launcher passes NULL for each.
         "hidden_pointer_params": 2,
         "triton_version": triton.__version__,
+        # Every file the kernel was made from: the cache and Ninja rebuild
+        # the unit when one changes.
+        "inputs": sorted(set(inputs)),
     }
     with open(cubin_path, "wb") as f:
         f.write(compiled.asm["cubin"])
@@ -135,15 +254,24 @@ def compile_kernel(request_path, cubin_path, meta_path):
         json.dump(meta, f, sort_keys=True)
 
 
+def version():
+    triton = import_triton()
+    if ".".join(triton.__version__.split(".")[:2]) not in SUPPORTED_TRITON:
+        fail("kpack supports Triton %s; found %s" % (", ".join(SUPPORTED_TRITON), triton.__version__))
+    print("triton %s python %d.%d.%d" % ((triton.__version__,) + tuple(sys.version_info[:3])))
+
+
 def main(argv):
     if len(argv) == 2 and argv[1] == "version":
-        triton = import_triton()
-        print("triton %s python %d.%d.%d" % ((triton.__version__,) + tuple(sys.version_info[:3])))
+        version()
+        return 0
+    if len(argv) == 4 and argv[1] == "describe":
+        describe(argv[2], argv[3])
         return 0
     if len(argv) == 5 and argv[1] == "compile":
         compile_kernel(argv[2], argv[3], argv[4])
         return 0
-    fail("usage: triton_helper.py version | compile REQUEST.json OUT.cubin OUT.meta.json")
+    fail("usage: triton_helper.py version | describe REQUEST.json OUT.json | compile REQUEST.json OUT.cubin OUT.meta.json")
 
 
 if __name__ == "__main__":

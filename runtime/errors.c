@@ -162,6 +162,18 @@ static void append_constexpr(const char *name, int kind, int64_t value) {
   case KPACK_CONSTEXPR_DTYPE:
     kpack_rt_append_detail(" %s=%s", shown, kpack_dtype_name((kpack_dtype)value));
     break;
+  case KPACK_CONSTEXPR_FLOAT: {
+    /* The double's bits (kpack_internal.h); %.17g reads back the same. */
+    double d;
+    memcpy(&d, &value, sizeof d);
+    kpack_rt_append_detail(" %s=%.17g", shown, d);
+    break;
+  }
+  case KPACK_CONSTEXPR_STR: {
+    const char *text = (const char *)(intptr_t)value;
+    kpack_rt_append_detail(" %s=%s", shown, text != NULL ? text : "(null)");
+    break;
+  }
   default: /* KPACK_CONSTEXPR_INT, and anything unknown shown as a number */
     kpack_rt_append_detail(" %s=%" PRId64, shown, value);
     break;

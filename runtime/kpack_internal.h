@@ -135,6 +135,8 @@ kpack_status kpack_device_attribute(const char *who, int which, int64_t *value);
 #define KPACK_CONSTEXPR_INT 0
 #define KPACK_CONSTEXPR_BOOL 1
 #define KPACK_CONSTEXPR_DTYPE 2
+#define KPACK_CONSTEXPR_FLOAT 3 /* the value holds the double's bits */
+#define KPACK_CONSTEXPR_STR 4   /* the value holds the const char * */
 
 /*
  * Called by a dispatcher when no built specialization matches.  Formats the

@@ -53,7 +53,8 @@ TEST_CASE("a valid package loads with every field") {
 TEST_CASE("unknown key") {
   CHECK(LoadErrors(std::string(kKernel) + "blok: 3\n") ==
         "k.yaml:15:1: error: unknown key 'blok' in a kernel manifest (expected one of: kernel, language, "
-        "source, entry, doc, constexprs, params, exclude, launch, archs, ptx, nvcc_flags, debug, allow_debug)\n");
+        "source, module, entry, doc, constexprs, options, params, exclude, launch, archs, ptx, nvcc_flags, debug, "
+        "allow_debug, autotune, variants, load, assume)\n");
 }
 
 TEST_CASE("duplicate key, which YAML itself accepts") {
@@ -158,7 +159,7 @@ TEST_CASE("launch expressions are parsed and checked") {
   CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"cdiv(m, BLOCK)\"")) ==
         "k.yaml:13:15: error: unknown name 'm' in expression\n");
   CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"cdiv(x, BLOCK)\"")) ==
-        "k.yaml:13:15: error: 'x' is not an integer parameter\n");
+        "k.yaml:13:15: error: 'x' is a pointer parameter; it can only be compared with NULL: p == NULL or p != NULL\n");
   CHECK(LoadErrors(Replace(kKernel, "\"cdiv(n, BLOCK)\"", "\"n; exit(0)\"")) ==
         "k.yaml:13:11: error: unexpected ';' in expression\n");
   CHECK(LoadErrors(std::string(kKernel) + "  launch_bounds: n\n") ==
@@ -299,7 +300,7 @@ TEST_CASE("Triton kernels: Triton decides block and shared memory; .py sources; 
         "k.yaml:3:9: error: a Triton kernel's source must be a .py file\n");
   CHECK(errors(Replace(triton, "type: i64}", "type: i64, divisibility: 16}")) == "");
   CHECK(errors(Replace(triton, "type: i64}", "type: i64, divisibility: 8}")) ==
-        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+        "k.yaml:12:40: error: divisibility must be 16, auto or none (16 is Triton's only divisibility hint)\n");
   CHECK(errors(Replace(kKernel, "type: i64}", "type: i64, divisibility: 16}")) ==
         "k.yaml:11:40: error: divisibility hints apply to Triton kernels only\n");
   CHECK(errors(Replace(kKernel, "type: i64}", "type: i64, divisibility: auto}")) ==
@@ -360,11 +361,11 @@ TEST_CASE("divisibility: auto marks params for the aligned variant; bad values a
   CHECK_FALSE(pkg->kernels[0].HasAlignedVariant());
   CHECK_FALSE(pkg->kernels[0].params[3].divisibility_auto);
   CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: automatic}")) ==
-        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+        "k.yaml:12:40: error: divisibility must be 16, auto or none (16 is Triton's only divisibility hint)\n");
   CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: \"16\"}")) ==
-        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+        "k.yaml:12:40: error: divisibility must be 16, auto or none (16 is Triton's only divisibility hint)\n");
   CHECK(load(Replace(triton, "type: i64}", "type: i64, divisibility: [auto]}")) ==
-        "k.yaml:12:40: error: divisibility must be 16 or auto (16 is Triton's only divisibility hint)\n");
+        "k.yaml:12:40: error: divisibility must be 16, auto or none (16 is Triton's only divisibility hint)\n");
   CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: f32, divisibility: auto}")) ==
         "k.yaml:12:40: error: divisibility applies only to pointer and integer params ('n' is f32)\n");
   CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: bool, divisibility: 16}")) ==
@@ -388,10 +389,10 @@ TEST_CASE("width: auto marks i64 params of Triton kernels for the i32 variant; m
   CHECK_FALSE(pkg->kernels[0].HasNarrowVariant());
   CHECK(load(Replace(triton, "type: i64}", "type: i64, width: 32}")) ==
         "k.yaml:12:33: error: width must be auto (an i32 variant, run when the value fits in 32 bits, as Triton's "
-        "JIT does)\n");
+        "JIT does) or fixed\n");
   CHECK(load(Replace(triton, "type: i64}", "type: i64, width: [auto]}")) ==
         "k.yaml:12:33: error: width must be auto (an i32 variant, run when the value fits in 32 bits, as Triton's "
-        "JIT does)\n");
+        "JIT does) or fixed\n");
   CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: i32, width: auto}")) ==
         "k.yaml:12:33: error: width: auto applies only to i64 params ('n' is i32)\n");
   CHECK(load(Replace(triton, "{name: n, type: i64}", "{name: n, type: const i64*, width: auto}")) ==

@@ -21,12 +21,13 @@ struct Planned {
   std::string errors;
 };
 
-// A Triton kernel of two specializations whose params are `params`.
-void LoadTriton(Planned& out, const std::string& params) {
+// A Triton kernel of two specializations whose params are `params`,
+// built with the manifest's `variants:`.
+void LoadTriton(Planned& out, const std::string& params, const std::string& variants = "each") {
   ScratchDir dir;
   dir.Write("package.yaml", "package: demo\narchs: [sm_80, sm_90]\nkernels: [k.yaml]\n");
   dir.Write("k.yaml",
-            "kernel: k\nlanguage: triton\nsource: k.py\nentry: k\nconstexprs:\n"
+            "kernel: k\nlanguage: triton\nsource: k.py\nentry: k\nvariants: " + variants + "\nconstexprs:\n"
             "  - {name: T, type: dtype, values: [f16, f32]}\n"
             "params:\n" + params + "launch: {grid: [rows]}\n");
   dir.Write("k.py", "");
@@ -89,13 +90,13 @@ TEST_CASE("the plan has units for both variants, each with its hints in the Trit
                                           "k_f32.aligned.sm_90a"});
   CHECK(p.plan.units[4].spec == &p.specs[2]);
   CHECK(p.plan.units[0].source ==
-        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"options\":{\"num_stages\":3,\"num_warps\":4},"
         "\"params\":[{\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},{\"name\":\"stride\",\"triton_type\":\"i64\"}],"
         "\"source\":\"k.py\",\"source_name\":\"k.py\"}");
   CHECK(p.plan.units[4].source ==
-        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"options\":{\"num_stages\":3,\"num_warps\":4},"
         "\"params\":[{\"divisibility\":16,\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"divisibility\":16,\"name\":\"bias\",\"triton_type\":\"*fp32\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},"
@@ -133,7 +134,7 @@ TEST_CASE("width: auto adds an i32 variant of each build, with i32 in its Triton
     INFO("spec " << i);
     CHECK(p.specs[i].Stem() == stems[i]);
     CHECK(p.specs[i].launcher == (p.specs[i].Stem().rfind("k_f16", 0) == 0 ? "demo_k_f16" : "demo_k_f32"));
-    CHECK(p.specs[i].base == (i < 2 ? 0 : i < 5 ? 0 : 1));
+    CHECK(p.specs[i].base == (i < 2 ? i : i < 5 ? 0 : 1));  // a build is its own base
   }
   CHECK(p.specs[3].VariantIndex() == 2);
   CHECK(p.specs[4].VariantIndex() == 3);
@@ -149,14 +150,14 @@ TEST_CASE("width: auto adds an i32 variant of each build, with i32 in its Triton
   REQUIRE(p.plan.units.size() == 16);
   CHECK(p.plan.units[6].name == "k_f16.i32.sm_80");
   CHECK(p.plan.units[6].source ==
-        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"options\":{\"num_stages\":3,\"num_warps\":4},"
         "\"params\":[{\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},{\"name\":\"stride\",\"triton_type\":\"i32\"},"
         "{\"name\":\"big\",\"triton_type\":\"i64\"}],"
         "\"source\":\"k.py\",\"source_name\":\"k.py\"}");
   CHECK(p.plan.units[8].name == "k_f16.aligned.i32.sm_80");
   CHECK(p.plan.units[8].source ==
-        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"num_stages\":3,\"num_warps\":4,"
+        "{\"arch\":80,\"constexprs\":{},\"entry\":\"k\",\"options\":{\"num_stages\":3,\"num_warps\":4},"
         "\"params\":[{\"divisibility\":16,\"name\":\"x\",\"triton_type\":\"*fp16\"},"
         "{\"name\":\"rows\",\"triton_type\":\"i32\"},"
         "{\"divisibility\":16,\"name\":\"stride\",\"triton_type\":\"i32\"},"
@@ -174,4 +175,27 @@ TEST_CASE("width: auto alone gives one i32 variant per specialization") {
   CHECK((p.specs[3].narrow && !p.specs[3].aligned && p.specs[3].base == 1));
   CHECK(p.specs[3].Stem() == "k_f32.i32");
   CHECK(kpack::CountUnits(p.plan) == "8 units (4 of i32 variants)");
+}
+
+TEST_CASE("variants: jit builds the JIT's usual build and the general one, not every kind") {
+  Planned p;
+  LoadTriton(p, "  - {name: x, type: const T*, divisibility: auto}\n"
+                "  - {name: rows, type: i64, width: auto}\n"
+                "  - {name: stride, type: i64, divisibility: auto, width: auto}\n", "jit");
+  REQUIRE(p.errors == "");
+  // Each specialization, then its one fully specialized variant.
+  REQUIRE(p.specs.size() == 4);
+  CHECK(p.specs[2].Stem() == "k_f16.aligned.i32");
+  CHECK((p.specs[2].base == 0 && p.specs[3].base == 1));
+  CHECK(p.specs[3].NameWithVariant() == "k_f32 (aligned i32 variant)");
+  CHECK(kpack::CountUnits(p.plan) == "8 units (4 of aligned and i32 variants)");
+}
+
+TEST_CASE("variants: none builds the params as typed, and refuses auto params") {
+  Planned p;
+  LoadTriton(p, "  - {name: x, type: const T*}\n  - {name: rows, type: i64}\n", "none");
+  REQUIRE(p.errors == "");
+  CHECK(p.specs.size() == 2);
+  LoadTriton(p, "  - {name: x, type: const T*, divisibility: auto}\n  - {name: rows, type: i64}\n", "none");
+  CHECK(p.errors == "k.yaml:9:45: error: 'x' asks for a variant, but the kernel says variants: none\n");
 }

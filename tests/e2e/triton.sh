@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # End to end for Triton kernels through the real kpack, Python and Triton:
-# a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU, with aligned
-# variants where params say divisibility: auto and i32 variants where they
-# say width: auto; the manifest
-# and the kernel must agree on constexprs and params; Triton's own errors
-# and a missing Python are reported against the manifest; the debug guard
-# refuses a `debug: true` Triton kernel unless allowed; no partial outputs.
+# a kernel builds for sm_80 and sm_90 (as sm_90a) with no GPU; by default
+# (variants: jit) every specialization is also built as the JIT builds an
+# ordinary call (i32, hinted), with variants: each the aligned and i32
+# variants separately; the manifest and the kernel must agree on constexprs
+# and params (checked when the source is read, at the manifest's and the
+# source's lines); Triton's own errors and a missing Python are reported
+# against the manifest; the debug guard refuses a `debug: true` Triton
+# kernel unless allowed; no partial outputs.
 set -u
 kpack=$(realpath "$1")
 cuda_root=$2
@@ -38,6 +40,7 @@ kernel: add
 language: triton
 source: add.py
 entry: add
+variants: none
 constexprs:
   - {name: T, type: dtype, values: [f16]}
   - {name: BLOCK, type: int, values: [1024], tag: b}
@@ -71,10 +74,10 @@ fi
 build
 grep -q '4 units: 0 compiled, 0 from cache, 4 up to date' log && pass "a rebuild runs no unit" || { fail "rebuild"; cat log; }
 
-# 1b. divisibility: auto: every specialization also builds an aligned
-# variant, hinted in Triton's request, checked, packed and embedded beside
-# the unhinted build, and the launcher picks it by the values.
-sed -i 's/divisibility: 16}/divisibility: auto}/; s/{name: n, type: i32}/{name: n, type: i32, divisibility: auto}/' m/add.yaml
+# 1b. divisibility: auto with variants: each: every specialization also
+# builds an aligned variant, hinted in Triton's request, checked, packed and
+# embedded beside the unhinted build, and the launcher picks it by the values.
+sed -i 's/divisibility: 16}/divisibility: auto}/; s/{name: n, type: i32}/{name: n, type: i32, divisibility: auto}/; s/variants: none/variants: each/' m/add.yaml
 u=work/units/add_f16_b1024_w4
 if build && grep -q '8 units (4 of aligned variants): 8 compiled, 0 from cache' log \
    && grep -q '"divisibility":16,"name":"x"' $u.aligned.sm_80.json && ! grep -q divisibility $u.sm_80.json \
@@ -82,8 +85,10 @@ if build && grep -q '8 units (4 of aligned variants): 8 compiled, 0 from cache' 
    && [ -s $u.aligned.sm_80.bin ] && ! cmp -s $u.aligned.sm_80.bin $u.sm_80.bin \
    && grep -q '\.incbin "work/fatbins/add_f16_b1024_w8.aligned.fatbin"' out/tk.S \
    && grep -q 'const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)y | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0;' out/tk.c \
-   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_2 : &kpack_spec_0), stream' out/tk.c \
-   && grep -q 'return kpack_launch((kpack_aligned ? &kpack_spec_3 : &kpack_spec_1), stream' out/tk.c \
+   && grep -q '{{&kpack_spec_0, 128, [0-9]*, 0}, {&kpack_spec_2, 128, [0-9]*, 0}}};' out/tk.c \
+   && grep -q '{{&kpack_spec_1, 256, [0-9]*, 0}, {&kpack_spec_3, 256, [0-9]*, 0}}};' out/tk.c \
+   && grep -q 'const kpack_build_ \*kpack_b = &kpack_builds\[kpack_base\]\[(kpack_aligned ? 1 : 0)\];' out/tk.c \
+   && grep -q 'return kpack_launch(kpack_b->kernel, stream' out/tk.c \
    && grep -q '"add_f16_b1024_w4 (aligned variant)"' out/tk.c \
    && grep -q 'size_t tk_num_specializations(void) { return 2; }' out/tk.c \
    && ! grep -q 'must be 16-byte aligned' out/tk.c; then
@@ -111,52 +116,77 @@ if build && grep -q '16 units (12 of aligned and i32 variants): 16 compiled, 0 f
    && grep -q '\.incbin "work/fatbins/add_f16_b1024_w8.aligned.i32.fatbin"' out/tk.S \
    && grep -q 'const int kpack_narrow = n >= INT32_MIN && n <= INT32_MAX;' out/tk.c \
    && grep -q 'const int32_t kpack_i32_n = (int32_t)n;' out/tk.c \
-   && grep -q '(kpack_narrow ? (void \*)&kpack_i32_n : (void \*)&n)' out/tk.c \
-   && grep -q 'return kpack_launch((kpack_narrow ? (kpack_aligned ? &kpack_spec_4 : &kpack_spec_3) : (kpack_aligned ? &kpack_spec_2 : &kpack_spec_0)), stream' out/tk.c \
+   && grep -q '(kpack_b->narrow ? (void \*)&kpack_i32_n : (void \*)&n)' out/tk.c \
+   && grep -q 'kpack_builds\[kpack_base\]\[(kpack_aligned && kpack_narrow ? 3 : (kpack_narrow ? 2 : (kpack_aligned ? 1 : 0)))\];' out/tk.c \
+   && grep -q '{{&kpack_spec_0, 128, [0-9]*, 0}, {&kpack_spec_2, 128, [0-9]*, 0}, {&kpack_spec_3, 128, [0-9]*, 1}, {&kpack_spec_4, 128, [0-9]*, 1}}};' out/tk.c \
    && grep -q '"add_f16_b1024_w4 (aligned i32 variant)"' out/tk.c \
    && grep -q 'size_t tk_num_specializations(void) { return 2; }' out/tk.c; then
   pass "width: auto builds, checks and embeds i32 variants with i32 in Triton's request; the launcher picks"
 else
   fail "i32 variants"; cat log; ls work/units work/fatbins; cat out/tk.c 2>/dev/null | sed -n '/^kpack_status tk_add_f16_b1024_w4(/,/^}/p'
 fi
+
+# 1d. The default, variants: jit, with params listed plainly: each
+# specialization is built as the general build (n as i64, nothing hinted)
+# and as Triton's JIT builds an ordinary call (n as i32, every pointer and
+# integer hinted); the launcher runs the latter when the call allows.
+sed -i '/^variants: each$/d; s/, divisibility: auto}/}/g; s/{name: n, type: i64, width: auto}/{name: n, type: i64}/' m/add.yaml
+rm -rf work
+if build && grep -q '8 units (4 of aligned and i32 variants): 8 compiled, 0 from cache' log \
+   && ! grep -q divisibility $u.sm_80.json && grep -q '"name":"n","triton_type":"i64"' $u.sm_80.json \
+   && grep -q '"divisibility":16,"name":"n","triton_type":"i32"' $u.aligned.i32.sm_90a.json \
+   && grep -q '"divisibility":16,"name":"x"' $u.aligned.i32.sm_80.json \
+   && grep -q 'kpack_builds\[kpack_base\]\[(kpack_aligned && kpack_narrow ? 1 : 0)\];' out/tk.c \
+   && grep -q ' \* Variants: each specialization is also built as Triton.s JIT builds an' out/tk.h \
+   && grep -q ' \*   hinted divisible by 16 (pointers: 16-byte aligned): x, y, out and n;' out/tk.h \
+   && grep -q ' \*   passed as i32 (they fit in 32 bits): n;' out/tk.h; then
+  pass "by default a specialization is also built as the JIT builds an ordinary call (i32, hinted): two builds"
+else
+  fail "jit variants"; cat log; ls work/units; cat out/tk.h 2>/dev/null | sed -n '/==== add/,/\*\//p'
+fi
 write_package
 
-# 2. A manifest constexpr the kernel lacks.
+# 2. A manifest constexpr the kernel lacks: found when the source is read,
+# before any unit compiles.
 sed -i 's/{name: BLOCK, type: int, values: \[1024\], tag: b}/{name: BLOCK, type: int, values: [1024], tag: b}\n  - {name: EXTRA, type: int, values: [1]}/' m/add.yaml
 build; rc=$?
-if [ $rc -eq 1 ] && grep -q "^m/add.yaml:1:9: error: Triton failed (exit code 1) for kernel 'add' specialization add_f16_b1024_extra1_w4 (T=f16, BLOCK=1024, EXTRA=1, num_warps=4) for sm_80$" log \
-   && grep -q "^manifest constexpr 'EXTRA' is not a tl.constexpr parameter of add (its tl.constexpr parameters: BLOCK)$" log \
-   && grep -q "^note: 3 more unit(s) of kernel 'add' failed with the same output" log && [ ! -e out/tk.h ]; then
-  pass "a manifest constexpr the kernel lacks: reported once, with the kernel's constexprs"
+if [ $rc -eq 1 ] && [ "$(cat log)" = "m/add.yaml:9:5: error: constexpr 'EXTRA' is not a tl.constexpr parameter of add (its tl.constexpr parameters: BLOCK)" ] \
+   && [ ! -e out/tk.h ]; then
+  pass "a manifest constexpr the kernel lacks: one error at the manifest's line and no other output (no unit ran)"
 else
   fail "extra constexpr (rc=$rc)"; cat log
 fi
 write_package
 
-# 3. A kernel constexpr the manifest lacks.
+# 3. A kernel constexpr the manifest lacks (and no default in the source):
+# at the source's line.
 sed -i 's/def add(x, y, out, n, BLOCK: tl.constexpr):/def add(x, y, out, n, BLOCK: tl.constexpr, SCALE: tl.constexpr):/' m/add.py
 build; rc=$?
-if [ $rc -eq 1 ] && grep -q "^add's tl.constexpr parameter 'SCALE' has no values in the manifest's constexprs$" log; then
-  pass "a kernel constexpr the manifest lacks"
+if [ $rc -eq 1 ] && [ "$(cat log)" = "m/add.py:6:44: error: add's tl.constexpr parameter 'SCALE' has no values in the manifest's constexprs and no default (m/add.yaml lists the values to build)" ]; then
+  pass "a kernel constexpr the manifest lacks, at the source's line"
 else
   fail "missing constexpr (rc=$rc)"; cat log
 fi
+# ... and with a default in the source it takes the default.
+sed -i 's/SCALE: tl.constexpr):/SCALE: tl.constexpr = 2):/' m/add.py
+build && pass "a kernel constexpr with a default needs no manifest entry" || { fail "constexpr default"; cat log; }
 write_package
 
 # 4. Params out of order.
 sed -i 's/def add(x, y, out, n,/def add(x, y, n, out,/' m/add.py
 build; rc=$?
-if [ $rc -eq 1 ] && grep -q "^the manifest's params (x, y, out, n) are not add's runtime parameters in order (x, y, n, out)$" log; then
+if [ $rc -eq 1 ] && [ "$(cat log)" = "m/add.yaml:10:1: error: the manifest's params (x, y, out, n) are not add's runtime parameters in order (x, y, n, out); mark params the kernel does not take launch_only: true" ]; then
   pass "params that differ from the kernel's"
 else
   fail "param order (rc=$rc)"; cat log
 fi
 write_package
 
-# 5. Triton's own compile error is shown.
-sed -i 's/tl.arange(0, BLOCK)/tl.arange(0, BLOCK) + undefined_name/' m/add.py
+# 5. Triton's own compile error is shown (a range Triton refuses: not a
+# power of two).
+sed -i 's/tl.arange(0, BLOCK)/tl.arange(0, BLOCK - 1)/' m/add.py
 build; rc=$?
-if [ $rc -eq 1 ] && grep -q "^Triton failed to compile add: CompilationError" log && grep -q "undefined_name" log; then
+if [ $rc -eq 1 ] && grep -q "^Triton failed to compile add: CompilationError" log && grep -q "power of 2" log; then
   pass "Triton's compile error is shown with kernel and specialization"
 else
   fail "Triton compile error (rc=$rc)"; cat log
@@ -180,7 +210,7 @@ sed -i 's/archs: \[sm_80, sm_90\]/archs: [sm_80]/' m/kpack.yaml
 sed -i 's/values: \[4, 8\], tag: w/values: [4], tag: w/' m/add.yaml
 printf 'debug: true\n' >> m/add.yaml
 build --inventory out/tk.json; rc=$?
-if [ $rc -eq 1 ] && grep -qx "m/add.yaml:16:1: error: kernel 'add' is a debug build (debug: true) and this is a release build; debug kernels run many times slower. Remove it, or add 'allow_debug: true' to the manifest to ship a debug kernel" log \
+if [ $rc -eq 1 ] && grep -qx "m/add.yaml:17:1: error: kernel 'add' is a debug build (debug: true) and this is a release build; debug kernels run many times slower. Remove it, or add 'allow_debug: true' to the manifest to ship a debug kernel" log \
    && [ ! -e out ] && ! grep -qs '"debug":true' work/units/add_f16_b1024_w4.sm_80.json; then
   pass "a Triton kernel with debug: true is refused in a release build, at the key, with nothing written"
 else

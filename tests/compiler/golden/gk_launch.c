@@ -55,6 +55,15 @@ static kpack_status kpack_check_geometry_(const char *name, int bad, const int64
   return KPACK_SUCCESS;
 }
 
+/* One build of a specialization: what its typed launcher passes when a call
+   runs it (Triton decides the block and shared memory of each build). */
+typedef struct kpack_build_ {
+  const kpack_kernel *kernel;
+  uint32_t block_x;
+  uint32_t smem;
+  int narrow; /* width: auto params go as 32-bit copies */
+} kpack_build_;
+
 /* The fatbins, in specialization order (gk_fatbins.S). */
 extern const kpack_blob gk_kpack_blobs[];
 
@@ -299,19 +308,23 @@ kpack_status gk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f1
   void *kpack_scratch[2] = {NULL};
   if ((uintptr_t)bias % 16 != 0)
     return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "%s: bias must be 16-byte aligned (divisibility: 16 in the manifest)", "rows_f16_b1024");
+  int kpack_bad = 0;
   /* The aligned variant when every divisibility: auto param (x, out and stride) is a multiple of 16. */
   const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)stride) & 15) == 0;
   /* The i32 variant when every width: auto param (stride) fits in 32 bits. */
   const int kpack_narrow = stride >= INT32_MIN && stride <= INT32_MAX;
   const int32_t kpack_i32_stride = (int32_t)stride;
-  int kpack_bad = 0;
+  const int kpack_base = 0;
+  static const kpack_build_ kpack_builds[1][4] = {
+      {{&kpack_spec_5, 128, 0, 0}, {&kpack_spec_7, 128, 0, 0}, {&kpack_spec_8, 128, 0, 1}, {&kpack_spec_9, 128, 0, 1}}};
+  const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned && kpack_narrow ? 3 : (kpack_narrow ? 2 : (kpack_aligned ? 1 : 0)))];
   const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
-  const int64_t kpack_block[3] = {128, 1, 1};
-  const int64_t kpack_smem = 0;
-  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (kpack_narrow ? (void *)&kpack_i32_stride : (void *)&stride), (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
+  const int64_t kpack_smem = kpack_b->smem;
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (kpack_b->narrow ? (void *)&kpack_i32_stride : (void *)&stride), (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
   kpack_status kpack_st = kpack_check_geometry_("rows_f16_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
   if (kpack_st != KPACK_SUCCESS) return kpack_st;
-  return kpack_launch((kpack_narrow ? (kpack_aligned ? &kpack_spec_9 : &kpack_spec_8) : (kpack_aligned ? &kpack_spec_7 : &kpack_spec_5)), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+  return kpack_launch(kpack_b->kernel, stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
                       (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
                       (uint32_t)kpack_smem, kpack_args);
 }
@@ -320,19 +333,23 @@ kpack_status gk_rows_f32_b1024(kpack_stream stream, const float *x, float *out, 
   void *kpack_scratch[2] = {NULL};
   if ((uintptr_t)bias % 16 != 0)
     return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "%s: bias must be 16-byte aligned (divisibility: 16 in the manifest)", "rows_f32_b1024");
+  int kpack_bad = 0;
   /* The aligned variant when every divisibility: auto param (x, out and stride) is a multiple of 16. */
   const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)stride) & 15) == 0;
   /* The i32 variant when every width: auto param (stride) fits in 32 bits. */
   const int kpack_narrow = stride >= INT32_MIN && stride <= INT32_MAX;
   const int32_t kpack_i32_stride = (int32_t)stride;
-  int kpack_bad = 0;
+  const int kpack_base = 0;
+  static const kpack_build_ kpack_builds[1][4] = {
+      {{&kpack_spec_6, 128, 512, 0}, {&kpack_spec_10, 128, 2048, 0}, {&kpack_spec_11, 128, 512, 1}, {&kpack_spec_12, 128, 1024, 1}}};
+  const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned && kpack_narrow ? 3 : (kpack_narrow ? 2 : (kpack_aligned ? 1 : 0)))];
   const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
-  const int64_t kpack_block[3] = {128, 1, 1};
-  const int64_t kpack_smem = (kpack_narrow ? (kpack_aligned ? 1024 : 512) : (kpack_aligned ? 2048 : 512));
-  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (kpack_narrow ? (void *)&kpack_i32_stride : (void *)&stride), (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
+  const int64_t kpack_smem = kpack_b->smem;
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&bias, (void *)&rows, (kpack_b->narrow ? (void *)&kpack_i32_stride : (void *)&stride), (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
   kpack_status kpack_st = kpack_check_geometry_("rows_f32_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
   if (kpack_st != KPACK_SUCCESS) return kpack_st;
-  return kpack_launch((kpack_narrow ? (kpack_aligned ? &kpack_spec_12 : &kpack_spec_11) : (kpack_aligned ? &kpack_spec_10 : &kpack_spec_6)), stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+  return kpack_launch(kpack_b->kernel, stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
                       (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
                       (uint32_t)kpack_smem, kpack_args);
 }
@@ -376,16 +393,17 @@ static const kpack_kernel *const kpack_all_[7] = {
     &kpack_spec_6,
 };
 
-/* The variants of each (aligned, i32, aligned i32), NULL where not built. */
-static const kpack_kernel *const kpack_variants_[7][3] = {
-    {NULL, NULL, NULL},
-    {NULL, NULL, NULL},
-    {NULL, NULL, NULL},
-    {NULL, NULL, NULL},
-    {NULL, NULL, NULL},
-    {&kpack_spec_7, &kpack_spec_8, &kpack_spec_9},
-    {&kpack_spec_10, &kpack_spec_11, &kpack_spec_12},
+/* The other builds of each specialization (computed values, variants):
+   kpack_others_[kpack_others_at_[i]] up to kpack_others_at_[i + 1]. */
+static const kpack_kernel *const kpack_others_[6] = {
+    &kpack_spec_7,
+    &kpack_spec_8,
+    &kpack_spec_9,
+    &kpack_spec_10,
+    &kpack_spec_11,
+    &kpack_spec_12,
 };
+static const uint32_t kpack_others_at_[7 + 1] = {0, 0, 0, 0, 0, 0, 3, 6};
 
 size_t gk_num_specializations(void) { return 7; }
 
@@ -393,8 +411,8 @@ kpack_status gk_specialization_info(size_t index, kpack_spec_info *info) {
   if (index >= 7)
     return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "gk_specialization_info: index %zu >= 7", index);
   kpack_status kpack_st = kpack_describe(kpack_all_[index], info);
-  for (int v = 0; kpack_st == KPACK_SUCCESS && v < 3; ++v)
-    if (kpack_variants_[index][v] != NULL) info->fatbin_size += kpack_variants_[index][v]->fatbin->size;
+  for (uint32_t b = kpack_others_at_[index]; kpack_st == KPACK_SUCCESS && b < kpack_others_at_[index + 1]; ++b)
+    info->fatbin_size += kpack_others_[b]->fatbin->size;
   return kpack_st;
 }
 
