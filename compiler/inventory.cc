@@ -120,6 +120,9 @@ std::string GenerateInventory(const InventoryInput& in) {
     for (const Param& p : k.params) {
       json::Object param{{"name", p.name}, {"type", p.type_text}};
       if (p.launch_only) param["launch_only"] = true;
+      // How builds specialize it (docs/manifest.md), after the JIT defaults.
+      if (p.divisibility) param["divisibility"] = p.divisibility_auto ? "auto" : "16";
+      if (p.width_auto) param["width"] = "auto";
       params.push_back(std::move(param));
     }
     o["params"] = std::move(params);
