@@ -355,6 +355,13 @@ class HelperTest(unittest.TestCase):
                              target=target, options=options.__dict__).asm["cubin"]
         self.assertEqual(elf_section(sliced, ".text.scale"), elf_section(jit, ".text.scale"))
         self.assertEqual(elf_section(sliced, ".nv.info.scale"), elf_section(jit, ".nv.info.scale"))
+        # load: execute imports the (importable) twin by name from the python
+        # path, package and all, and builds the same code.
+        executed, meta = self.compile(self.request("scale", constexprs=constexprs, load="execute",
+                                                   source=os.path.join(twin, "twinpkg", "ops", "kernels.py"),
+                                                   python_path=[twin]))
+        self.assertEqual(elf_section(executed, ".text.scale"), elf_section(sliced, ".text.scale"))
+        self.assertEqual(meta["inputs"], [os.path.join(twin, "twinpkg", "ops", "kernels.py")])
 
     def test_compile_reports_slice_errors(self):
         result = self.run_helper("compile", self.request("uses_torch", constexprs={"BLOCK": 128},
