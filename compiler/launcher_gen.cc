@@ -236,9 +236,14 @@ class LauncherWriter {
   bool NeedsFloatBits() const { return AnyApiKind(ConstexprKind::kFloat); }
   bool NeedsStrings() const { return NeedsFloatBits() || AnyApiKind(ConstexprKind::kStr); }
   bool NeedsBuildTable() const {
-    return std::any_of(groups_.begin(), groups_.end(), [&](const auto& entry) { return MultiBuild(entry.second); });
+    return std::any_of(groups_.begin(), groups_.end(), [&](const auto& entry) { return Chooses(entry.second); });
   }
-  static bool MultiBuild(const Group& g) { return g.bases.size() > 1 || g.slots.size() > 1; }
+  // Whether the typed launcher of `g` chooses its build per call: among
+  // several builds, or to check what its rules compute even where one value
+  // was built (a value that was not must fail, never run that build).
+  bool Chooses(const Group& g) const {
+    return g.bases.size() > 1 || g.slots.size() > 1 || specs_[g.bases[0]].kernel->HasComputed();
+  }
 
   void WriteFunctionHelpers() {
     std::set<std::string> used;
@@ -353,7 +358,7 @@ class LauncherWriter {
 
   void WriteTypedLauncher(size_t i) {
     const Group& g = groups_.at(i);
-    if (MultiBuild(g)) WriteChoosingLauncher(i, g);
+    if (Chooses(g)) WriteChoosingLauncher(i, g);
     else WriteSingleLauncher(i);
   }
 
