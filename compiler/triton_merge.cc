@@ -254,12 +254,13 @@ class Merger {
   }
 
   // A config's value of `field`: its own, or what Triton uses without it
-  // (an option's default, the kernel's default for a constexpr).
+  // (an option's default, the kernel's default for a constexpr; maxnreg 0
+  // is no limit, which triton.cc leaves out of Triton's options).
   std::optional<TypedValue> FieldValue(const Config& c, const std::string& field) {
     if (const TypedValue* v = c.Find(field)) return *v;
     if (field == "num_warps") return IntValue(4);
     if (field == "num_stages") return IntValue(3);
-    if (field == "maxnreg") return std::nullopt;
+    if (field == "maxnreg") return IntValue(0);
     const TritonParamFacts* p = source_.FindParam(field);
     if (p && p->default_json) return FromJson(*p->default_json);
     return std::nullopt;
@@ -327,7 +328,6 @@ class Merger {
     for (const Config& c : configs) {
       std::optional<TypedValue> v = FieldValue(c, f);
       if (!v) {
-        if (f == "maxnreg") continue;  // unset in some configs: Triton's no-limit
         r_.diag().Error(c.loc, "an autotune config of " + k_.entry + " does not set '" + f +
                                    "', which has no default in the kernel");
         return std::nullopt;

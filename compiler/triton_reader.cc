@@ -36,8 +36,9 @@ void CheckOptionValues(FileReader& r, const Constexpr& c) {
     if (c.name == "num_warps" && (v.integer < 1 || v.integer > 32 || (v.integer & (v.integer - 1))))
       r.diag().Error(v.loc, "num_warps must be a power of two from 1 to 32");
     if (c.name == "num_stages" && v.integer < 1) r.diag().Error(v.loc, "num_stages must be at least 1");
-    // ptxas's .maxnreg range.
-    if (c.name == "maxnreg" && (v.integer < 16 || v.integer > 255))
+    // ptxas's .maxnreg range; 0 is an autotune config that sets none.
+    const bool no_limit = c.origin == ConstexprOrigin::kAutotune && v.integer == 0;
+    if (c.name == "maxnreg" && !no_limit && (v.integer < 16 || v.integer > 255))
       r.diag().Error(v.loc, "maxnreg must be from 16 to 255 registers");
   }
 }
