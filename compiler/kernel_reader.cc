@@ -59,6 +59,13 @@ std::string FloatText(double value) {
   return (negative ? "-" : "") + out;
 }
 
+std::vector<ConstexprValue> BothBoolValues(const SourceLoc& loc) {
+  std::vector<ConstexprValue> out(2);
+  out[1].integer = 1;
+  for (ConstexprValue& v : out) v.loc = loc;
+  return out;
+}
+
 std::optional<ConstexprValue> ReadConstexprValue(FileReader& r, const YAML::Node& item, ConstexprKind kind,
                                                  const std::string& what) {
   ConstexprValue value;
@@ -278,7 +285,9 @@ void KernelReader::ReadConstexprs(const YAML::Node& v) {
     }
     if (values.IsDefined() && r_.NonEmptySequence(values, "values of '" + c.name + "'"))
       ReadConstexprValues(r_, values, c);
-    else if (!values.IsDefined() && !(c.rule && c.kind == ConstexprKind::kBool) && k_.language != Language::kTriton)
+    else if (!values.IsDefined() && c.rule && c.kind == ConstexprKind::kBool)
+      c.values = BothBoolValues(c.loc);  // a computed bool is built for what its rule may give
+    else if (!values.IsDefined() && k_.language != Language::kTriton)
       r_.Error(item, "a constexpr is missing required key 'values'");
     // Options named among the constexprs (the form before `options:`) are
     // options unless the kernel has a tl.constexpr of that name

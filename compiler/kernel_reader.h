@@ -82,6 +82,10 @@ void ReadConstexprValues(FileReader& r, const YAML::Node& values, Constexpr& c);
 std::optional<ConstexprValue> ReadConstexprValue(FileReader& r, const YAML::Node& node, ConstexprKind kind,
                                                  const std::string& what);
 
+// false and true, at `loc`: the values of a computed bool the manifest
+// does not restrict.
+std::vector<ConstexprValue> BothBoolValues(const SourceLoc& loc);
+
 // What a name in a launch expression or a rule is in kernel `k`.
 NameKind LookUpName(const Kernel& k, const std::string& name);
 

@@ -412,10 +412,11 @@ void Merger::ApplyHeuristics() {
                                    " in the manifest's constexprs with the values to build");
         continue;
       }
-      c.values = {ConstexprValue{}, ConstexprValue{}};
-      c.values[1].integer = 1;
+      c.values = BothBoolValues(h.loc);
       k_.constexprs.push_back(std::move(c));
       listed = &k_.constexprs.back();
+    } else if (listed->values.empty() && listed->kind == ConstexprKind::kBool) {
+      listed->values = BothBoolValues(listed->loc);  // listed without values: both, as when not listed
     }
     listed->origin = ConstexprOrigin::kHeuristic;
     listed->rule = std::move(rule);
