@@ -94,6 +94,8 @@ std::optional<Config> FromDecorator(FileReader& r, const TritonConfigFacts& fact
   c.fields.emplace_back("num_warps", IntValue(facts.num_warps));
   c.fields.emplace_back("num_stages", IntValue(facts.num_stages));
   if (facts.maxnreg) c.fields.emplace_back("maxnreg", IntValue(*facts.maxnreg));
+  // Checks of the values (num_warps 3) are reported at the decorator.
+  for (auto& [name, value] : c.fields) value.value.loc = loc;
   return c;
 }
 
@@ -272,8 +274,9 @@ class Merger {
     for (const std::string& f : fields) {
       if (IsTritonOption(f) || std::find(kernel_constexprs.begin(), kernel_constexprs.end(), f) != kernel_constexprs.end())
         continue;
-      r_.diag().Error(configs[0].loc, "autotune config field '" + f + "' is neither a tl.constexpr parameter of " +
-                                          k_.entry + " nor a Triton option");
+      const Config& first = *std::find_if(configs.begin(), configs.end(), [&](const Config& c) { return c.Find(f); });
+      r_.diag().Error(first.loc, "autotune config field '" + f + "' is neither a tl.constexpr parameter of " +
+                                     k_.entry + " nor a Triton option");
       return;
     }
     // The manifest's values of a field restrict the configs.
