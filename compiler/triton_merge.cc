@@ -1,6 +1,7 @@
 #include "triton_merge.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <set>
@@ -354,6 +355,16 @@ class Merger {
     for (const TypedValue& v : values) c.values.push_back(v.value);
     // What every config sets alike is no axis of the API's names.
     c.in_api = values.size() > 1;
+    // A str the API names is part of C names, as a manifest's str values are.
+    for (const TypedValue& v : values) {
+      const std::string& text = v.value.text;
+      bool name_part = !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+      });
+      if (c.in_api && c.kind == ConstexprKind::kStr && !name_part)
+        r_.diag().Error(v.value.loc, "str value '" + text + "' of '" + f + "' must hold only letters, digits and "
+                                     "'_' (it is part of the specialization's name)");
+    }
     k_.constexprs.push_back(std::move(c));
     return k_.constexprs.size() - 1;
   }
