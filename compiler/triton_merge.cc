@@ -212,7 +212,7 @@ class Merger {
         for (const YAML::Node& item : manifest)
           if (std::optional<Config> c = FromManifest(r_, item)) configs.push_back(*c);
     } else if (!a.configs_error.empty()) {
-      r_.diag().Error(a.loc, "the autotune configs of " + k_.entry + " " + a.configs_error);
+      r_.diag().Error(a.loc, "the autotune decorator of " + k_.entry + ": " + a.configs_error);
     } else {
       for (const TritonConfigFacts& f : a.configs)
         if (std::optional<Config> c = FromDecorator(r_, f, a.loc)) configs.push_back(*c);
@@ -280,12 +280,15 @@ class Merger {
                                      k_.entry + " nor a Triton option");
       return;
     }
-    // The manifest's values of a field restrict the configs.
+    // The manifest's values of a field restrict the configs.  A value no
+    // config has is an error of its own; values that each exist but never
+    // together leave none.
+    const std::vector<Config> all = configs;
     for (const std::string& f : fields) {
       const Constexpr* listed = k_.FindConstexpr(f);
       if (!listed || listed->values.empty()) continue;
       for (const ConstexprValue& v : listed->values) {
-        bool found = std::any_of(configs.begin(), configs.end(), [&](const Config& c) {
+        bool found = std::any_of(all.begin(), all.end(), [&](const Config& c) {
           std::optional<TypedValue> cv = FieldValue(c, f);
           return cv && SameValue(cv->value, v);
         });
