@@ -61,6 +61,7 @@ std::optional<TypedValue> FromJson(const std::string& literal) {
 struct Config {
   std::vector<std::pair<std::string, TypedValue>> fields;
   SourceLoc loc;
+  bool saw_num_ctas = false;  // a manifest config's num_ctas: 1, which is no field
 
   const TypedValue* Find(const std::string& name) const {
     for (const auto& [n, v] : fields)
@@ -111,11 +112,17 @@ std::optional<Config> FromManifest(FileReader& r, const YAML::Node& node) {
     std::optional<std::string> name = r.String(entry.first, "an autotune config key");
     std::optional<std::string> literal = r.JsonLiteral(entry.second, "an autotune config value");
     if (!name || !literal) return std::nullopt;
+    // YAML accepts a key twice; which value was meant is unknown.
+    if (c.Find(*name) || (*name == "num_ctas" && c.saw_num_ctas)) {
+      r.Error(entry.first, "duplicate key '" + *name + "' in an autotune config");
+      return std::nullopt;
+    }
     if (*name == "num_ctas") {
       if (*literal != "1") {
         r.Error(entry.second, "num_ctas must be 1: kpack launches no thread-block clusters");
         return std::nullopt;
       }
+      c.saw_num_ctas = true;
       continue;
     }
     std::optional<TypedValue> v = FromJson(*literal);
