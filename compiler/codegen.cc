@@ -137,7 +137,13 @@ class HeaderWriter {
 
   void WriteDispatcherDecl(const Kernel& k, const std::string& base, const std::vector<const Specialization*>& mine) {
     out_ += "/*\n * Launches " + k.name + " with the specialization that the constexpr arguments\n";
-    out_ += " * select (a switch, no string compares, no allocation).\n *\n";
+    // Float and str values are compared one by one (dispatcher_gen.cc).
+    const bool compares = std::any_of(k.constexprs.begin(), k.constexprs.end(), [](const Constexpr& c) {
+      return c.InApi() && (c.kind == ConstexprKind::kFloat || c.kind == ConstexprKind::kStr);
+    });
+    out_ += compares ? " * select (== for float values, strcmp for str values, a switch for the\n"
+                       " * others; no allocation).\n *\n"
+                     : " * select (a switch, no string compares, no allocation).\n *\n";
     for (const Constexpr& c : k.constexprs) {
       if (!c.InApi()) continue;
       std::vector<std::string> values;
