@@ -86,14 +86,27 @@ const ConstexprValue* Kernel::Option(const std::vector<ConstexprValue>& values, 
   return nullptr;
 }
 
+namespace {
+
+// An option's value: the option axis, else a kernel's own tl.constexpr of
+// that name (Triton's JIT, called with num_warps=8 as a keyword, gives the
+// value to both the parameter and the option), else Triton's default.
+int64_t OptionOrConstexpr(const Kernel& k, const std::vector<ConstexprValue>& values, const std::string& name,
+                          int64_t fallback) {
+  if (const ConstexprValue* v = k.Option(values, name)) return v->integer;
+  for (size_t i = 0; i < k.constexprs.size() && i < values.size(); ++i)
+    if (k.constexprs[i].name == name && k.constexprs[i].kind == ConstexprKind::kInt) return values[i].integer;
+  return fallback;
+}
+
+}  // namespace
+
 int64_t Kernel::NumWarps(const std::vector<ConstexprValue>& values) const {
-  const ConstexprValue* v = Option(values, "num_warps");
-  return v ? v->integer : 4;
+  return OptionOrConstexpr(*this, values, "num_warps", 4);
 }
 
 int64_t Kernel::NumStages(const std::vector<ConstexprValue>& values) const {
-  const ConstexprValue* v = Option(values, "num_stages");
-  return v ? v->integer : 3;
+  return OptionOrConstexpr(*this, values, "num_stages", 3);
 }
 
 bool Kernel::HasComputed() const {

@@ -204,9 +204,11 @@ struct Kernel {
   std::vector<Arch> BuildArchs() const;
   // "debug" or "release": what every specialization records.
   const char* BuildMode() const { return debug ? "debug" : "release"; }
-  // Triton's num_warps: the option of that name in `values`, else 4.
+  // Triton's num_warps: the option of that name in `values`, else the
+  // kernel's own tl.constexpr of that name (as the JIT, given it as a
+  // keyword, sets both), else 4.
   int64_t NumWarps(const std::vector<ConstexprValue>& values) const;
-  // Triton's num_stages: the option of that name in `values`, else 3.
+  // Triton's num_stages, likewise; else 3.
   int64_t NumStages(const std::vector<ConstexprValue>& values) const;
   // The option `name` in `values`, if the kernel has it as an axis.
   const ConstexprValue* Option(const std::vector<ConstexprValue>& values, const std::string& name) const;
