@@ -335,7 +335,7 @@ void KernelReader::ReadParam(const YAML::Node& item) {
     r_.diag().Error(p.divisibility_loc.line > 0 ? p.divisibility_loc : p.width_loc,
                     "'" + p.name + "' is launch-only: it is not passed to the kernel, so divisibility and width do "
                     "not apply");
-  if (p.launch_only && p.type.is_pointer)
+  if (p.launch_only && (p.type.is_pointer || !Info(p.type.scalar).is_integer))
     r_.Error(launch_only, "launch-only param '" + p.name + "' must be an integer (it sizes the launch)");
   k_.params.push_back(std::move(p));
 }

@@ -475,10 +475,12 @@ void LauncherWriter::WriteComputed(const Specialization& s, const ExprBindings& 
   const Kernel& k = *s.kernel;
   if (!k.HasComputed()) return;
   out_ += "  /* Computed constexprs: what Triton's JIT would compute from this call. */\n";
-  for (const Constexpr& c : k.constexprs)
-    if (c.Computed())
-      out_ += "  const int64_t " + c.name + " = " + EmitExprC(*c.rule, b) + ";  /* " + CommentText(c.rule_source) +
-              " */\n";
+  // Each after the ones its rule reads (the load pass refused cycles).
+  for (size_t i : k.ComputedOrder().value_or(std::vector<size_t>{})) {
+    const Constexpr& c = k.constexprs[i];
+    out_ += "  const int64_t " + c.name + " = " + EmitExprC(*c.rule, b) + ";  /* " + CommentText(c.rule_source) +
+            " */\n";
+  }
   out_ += "  if (kpack_bad)\n";
   out_ += "    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, \"%s: a computed constexpr overflows 64 bits or "
           "divides by zero\", " + CString(s.name) + ");\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <string_view>
 
 namespace kpack {
@@ -107,6 +108,38 @@ int64_t Kernel::NumWarps(const std::vector<ConstexprValue>& values) const {
 
 int64_t Kernel::NumStages(const std::vector<ConstexprValue>& values) const {
   return OptionOrConstexpr(*this, values, "num_stages", 3);
+}
+
+namespace {
+
+void NamesRead(const Expr& e, std::set<std::string>& out) {
+  if (e.kind == Expr::Kind::kName) out.insert(e.name);
+  for (const Expr& arg : e.args) NamesRead(arg, out);
+}
+
+}  // namespace
+
+std::optional<std::vector<size_t>> Kernel::ComputedOrder(std::string* cycle) const {
+  std::vector<size_t> pending, order;
+  for (size_t i = 0; i < constexprs.size(); ++i)
+    if (constexprs[i].Computed()) pending.push_back(i);
+  // Repeatedly take the first whose computed inputs are all placed: a few
+  // heuristics per kernel, so the quadratic walk is fine.
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](size_t i) {
+      std::set<std::string> reads;
+      NamesRead(*constexprs[i].rule, reads);
+      return std::none_of(pending.begin(), pending.end(),
+                          [&](size_t j) { return j != i && reads.count(constexprs[j].name); });
+    });
+    if (ready == pending.end()) {
+      if (cycle) *cycle = constexprs[pending.front()].name;
+      return std::nullopt;
+    }
+    order.push_back(*ready);
+    pending.erase(ready);
+  }
+  return order;
 }
 
 bool Kernel::HasComputed() const {

@@ -215,6 +215,10 @@ struct Kernel {
 
   // Whether a computed constexpr (a rule) selects among builds.
   bool HasComputed() const;
+  // The computed constexprs' indices in an order that computes each after
+  // those its rule reads (declaration order otherwise); nullopt, with the
+  // name of one of them in *cycle, when rules read each other in a cycle.
+  std::optional<std::vector<size_t>> ComputedOrder(std::string* cycle = nullptr) const;
 
   // Whether each specialization also gets an aligned variant: some param
   // says `divisibility: auto`.

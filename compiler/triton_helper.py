@@ -92,10 +92,18 @@ def describe_kernel(request):
         out["errors"].append({"loc": str(fdef.module.loc(fdef.node)), "message": str(e)})
         out["params"] = []
     names = [p["name"] for p in out["params"]]
+    for p in out["params"]:
+        if "error" in p:  # Triton could not tell whether it is a tl.constexpr
+            out["errors"].append({"loc": p["loc"], "message": "parameter '%s' of %s: %s; load: execute runs the "
+                                  "kernel's module instead" % (p["name"], fdef.node.name, p["error"])})
     out["decorators"] = []
     for kind, dec in fdef.decorators:
         if kind == "autotune":
-            out["decorators"].append(dict(describe_autotune(slicer, fdef, dec), kind="autotune"))
+            autotune = describe_autotune(slicer, fdef, dec)
+            if "key_error" in autotune:
+                out["errors"].append({"loc": autotune["loc"], "message": "the autotune decorator of %s: %s"
+                                      % (fdef.node.name, autotune["key_error"])})
+            out["decorators"].append(dict(autotune, kind="autotune"))
         elif kind == "heuristics":
             out["decorators"].append({"kind": "heuristics", "loc": str(fdef.module.loc(dec)),
                                       "values": describe_heuristics(slicer, fdef, dec, names)})

@@ -44,7 +44,9 @@ std::optional<TypedValue> FromJson(const std::string& literal) {
   if (literal.find_first_of(".eE") == std::string::npos) {
     int64_t i = 0;
     auto [end, ec] = std::from_chars(literal.data(), literal.data() + literal.size(), i);
-    if (ec != std::errc() || end != literal.data() + literal.size()) return std::nullopt;
+    // An int axis is a C int in the dispatcher and the config struct.
+    if (ec != std::errc() || end != literal.data() + literal.size() || i < INT32_MIN || i > INT32_MAX)
+      return std::nullopt;
     t.value.integer = i;
     return t;
   }
@@ -83,7 +85,7 @@ std::optional<Config> FromDecorator(FileReader& r, const TritonConfigFacts& fact
     std::optional<TypedValue> v = FromJson(literal);
     if (!v) {
       r.diag().Error(loc, "autotune config field '" + name + "' has the value " + literal +
-                              ", which is not an int, bool, float or string");
+                              ", which is not a C int, a bool, a float or a string");
       return std::nullopt;
     }
     c.fields.emplace_back(name, *v);
@@ -127,7 +129,7 @@ std::optional<Config> FromManifest(FileReader& r, const YAML::Node& node) {
     }
     std::optional<TypedValue> v = FromJson(*literal);
     if (!v || *literal == "null") {
-      r.Error(entry.second, "an autotune config value must be an int, bool, float or string");
+      r.Error(entry.second, "an autotune config value must be a C int, a bool, a float or a string");
       return std::nullopt;
     }
     v->value.loc = r.Loc(entry.second);

@@ -182,6 +182,12 @@ void CheckTritonKernel(FileReader& r, const Kernel& k) {
   auto lookup = [&k](const std::string& name) { return LookUpName(k, name); };
   for (const Constexpr& c : k.constexprs)
     if (c.rule && c.origin == ConstexprOrigin::kManifest) CheckExpr(*c.rule, lookup, true, r.diag());
+  std::string cycle;
+  if (!k.ComputedOrder(&cycle)) {
+    const Constexpr* c = k.FindConstexpr(cycle);
+    r.diag().Error(c->loc, "the rules of computed constexprs read each other in a cycle (through '" + cycle +
+                               "'); the launcher cannot compute them");
+  }
 }
 
 }  // namespace kpack

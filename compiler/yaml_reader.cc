@@ -286,6 +286,8 @@ std::optional<std::string> FileReader::JsonLiteral(const YAML::Node& node, const
       const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
       auto [end, ec] = std::from_chars(begin, s.data() + s.size(), value);
       if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(value)) return JsonNumber(s);
+      Error(node, what + " must be a finite number");  // 1e999: no double holds it
+      return std::nullopt;
     }
     std::string out = "\"";
     for (unsigned char c : s) {

@@ -259,6 +259,18 @@ TEST_CASE("rule: errors") {
         "k.yaml:7:37: error: unknown name 'none' in expression\n");
   CHECK(rule("  - {name: SPLIT, type: int, rule: \"n > 0\"}\n") ==
         "k.yaml:7:5: error: constexpr 'SPLIT' has no values to build: give it values: [...]\n");
+  // A rule may read a computed constexpr declared after it: the launcher
+  // computes that one first.
+  Loaded ordered = Load(Replace(kTriton, "params:\n",
+                                "  - {name: A, type: bool, rule: \"B && n > 0\"}\n"
+                                "  - {name: B, type: bool, rule: \"n > 4\"}\n"
+                                "params:\n"));
+  REQUIRE(ordered.errors == "");
+  CHECK(ordered.kernel().ComputedOrder() == std::vector<size_t>{2, 1});
+  // Rules may read computed constexprs, not in a cycle.
+  CHECK(rule("  - {name: A, type: bool, rule: \"B\"}\n  - {name: B, type: bool, rule: \"A\"}\n") ==
+        "k.yaml:7:5: error: the rules of computed constexprs read each other in a cycle (through 'A'); the launcher "
+        "cannot compute them\n");
   CHECK(rule("  - {name: EVEN, type: bool, rule: \"x > 0\"}\n") ==
         "k.yaml:7:37: error: 'x' is a pointer parameter; it can only be compared with NULL: p == NULL or p != NULL\n");
   // A CUDA kernel's constexprs are template arguments the caller chooses.
@@ -298,6 +310,8 @@ TEST_CASE("launch_only params size the launch; divisibility: none and width: fix
   CHECK(with("  - {name: n, type: i64, launch_only: true, width: fixed}\n") ==
         "k.yaml:10:52: error: 'n' is launch-only: it is not passed to the kernel, so divisibility and width do not "
         "apply\n");
+  CHECK(with("  - {name: n, type: i64}\n  - {name: scale, type: f32, launch_only: true}\n") ==
+        "k.yaml:11:43: error: launch-only param 'scale' must be an integer (it sizes the launch)\n");
   CHECK(with("  - {name: n, type: i64, launch_only: yes}\n") ==
         "k.yaml:10:39: error: launch_only must be true or false\n");
   CHECK(with("  - {name: n, type: i64, width: wide}\n") ==
@@ -561,6 +575,8 @@ TEST_CASE("assume: errors") {
   CHECK(kernel("{pkg.X: {a: 1}}") ==
         "k.yaml:13:17: error: the value of assume 'pkg.X' must be true, false, a number, a string or null\n");
   CHECK(kernel("{[pkg]: 1}") == "k.yaml:13:10: error: an assume key must be a string\n");
+  // A number no double holds is no string either.
+  CHECK(kernel("{pkg.X: 1e999}") == "k.yaml:13:17: error: the value of assume 'pkg.X' must be a finite number\n");
   // The package file's assume: is read the same way.
   CHECK(Errors(kTriton, std::string(kPackage) + "assume: {X: 1}\n") ==
         "package.yaml:4:10: error: assume key 'X' is not a qualified Python name (pkg.module.NAME)\n");

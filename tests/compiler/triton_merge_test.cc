@@ -416,8 +416,12 @@ TEST_CASE("autotune config fields must be constexprs or options of one type, wit
         "va.py:5:22: error: va's tl.constexpr parameter 'BLOCK' has no values in the manifest's constexprs and no "
         "default (k.yaml lists the values to build)\n");
   CHECK(Errors(kTriton, Autotuned({Config({{"BLOCK", "[64]"}})})) ==
-        "va.py:3:2: error: autotune config field 'BLOCK' has the value [64], which is not an int, bool, float or "
-        "string\n");
+        "va.py:3:2: error: autotune config field 'BLOCK' has the value [64], which is not a C int, a bool, a float "
+        "or a string\n");
+  // An int past a C int (the dispatcher's type) is no int axis either.
+  CHECK(Errors(kTriton, Autotuned({Config({{"BLOCK", "4294967296"}})})) ==
+        "va.py:3:2: error: autotune config field 'BLOCK' has the value 4294967296, which is not a C int, a bool, a "
+        "float or a string\n");
   // Options from a decorator are checked as the manifest's, at the decorator.
   CHECK(Errors(kTriton, Autotuned({Config({{"BLOCK", "128"}}, 3), Config({{"BLOCK", "256"}}, 4)})) ==
         "va.py:3:2: error: num_warps must be a power of two from 1 to 32\n");
@@ -482,7 +486,7 @@ TEST_CASE("autotune configs in the manifest: mappings of values kpack can build"
   CHECK(configs("[{BLOCK: [64]}]") ==
         "k.yaml:13:21: error: an autotune config value must be true, false, a number, a string or null\n" + no_block);
   CHECK(configs("[{BLOCK: null}]") ==
-        "k.yaml:13:21: error: an autotune config value must be an int, bool, float or string\n" + no_block);
+        "k.yaml:13:21: error: an autotune config value must be a C int, a bool, a float or a string\n" + no_block);
   CHECK(configs("[64]") ==
         "k.yaml:13:13: error: an autotune config must be a mapping of constexprs and options to values\n" + no_block);
   CHECK(configs("[{}]") ==
