@@ -62,7 +62,7 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
   }
   std::vector<const Param*> passed;  // the params the kernel takes, in order
   for (const Param& p : k.params)
-    if (!p.launch_only) passed.push_back(&p);
+    if (!p.launch_only && !(s.aligned && p.equal_to_1)) passed.push_back(&p);
   for (size_t i = 0; i < expected.size(); ++i) {
     const KernelParamInfo& got = kernel->params[i];
     if (got.ordinal == i && got.offset == expected[i].first && got.size == expected[i].second) continue;
@@ -85,8 +85,10 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
 
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers) {
   std::vector<uint32_t> sizes;
+  // Launch-only params are not the kernel's, and an aligned build takes
+  // equal_to_1 params as constants (Triton drops constexprs from the list).
   for (const Param& p : s.kernel->params)
-    if (!p.launch_only) sizes.push_back(ParamSize(s.TypeOf(p)));
+    if (!p.launch_only && !(s.aligned && p.equal_to_1)) sizes.push_back(ParamSize(s.TypeOf(p)));
   sizes.insert(sizes.end(), hidden_pointers, 8);
   std::vector<std::pair<uint32_t, uint32_t>> out;
   uint32_t offset = 0;

@@ -104,7 +104,9 @@ class HeaderWriter {
     if (k.variants == Variants::kJit && (k.HasAlignedVariant() || k.HasNarrowVariant())) {
       out_ += " * Variants: each specialization is also built as Triton's JIT builds an\n"
               " * ordinary call, and the launcher runs that build when the call allows:\n";
-      if (k.HasAlignedVariant()) out_ += " *   hinted divisible by 16 (pointers: 16-byte aligned): " + AutoParams(k) + ";\n";
+      if (!AutoParams(k).empty())
+        out_ += " *   hinted divisible by 16 (pointers: 16-byte aligned): " + AutoParams(k) + ";\n";
+      if (!OneParams(k).empty()) out_ += " *   taken as the constant 1 (they are 1): " + OneParams(k) + ";\n";
       if (k.HasNarrowVariant()) out_ += " *   passed as i32 (they fit in 32 bits): " + NarrowParams(k) + ";\n";
       out_ += " * otherwise the general build.  Each is loaded on its first launch.\n";
       return;

@@ -139,6 +139,9 @@ std::string AutoParams(const Kernel& k) { return ParamList(k, [](const Param& p)
 // "n and stride": the params that are `width: auto`.
 std::string NarrowParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.width_auto; }); }
 
+// "stride_d": the params that are `equal_to_1: auto`.
+std::string OneParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.equal_to_1; }); }
+
 
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k) {

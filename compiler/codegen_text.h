@@ -59,6 +59,9 @@ std::string AutoParams(const Kernel& k);
 // "n and stride": the params that are `width: auto`.
 std::string NarrowParams(const Kernel& k);
 
+// "stride_d": the params that are `equal_to_1: auto`.
+std::string OneParams(const Kernel& k);
+
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k);
 

@@ -38,10 +38,34 @@ std::string Matches(const Constexpr& c, const ConstexprValue& v) {
   return c.name + " == " + literal;
 }
 
+// The position of `v` among the values `c` lists.
+size_t ValueIndex(const Constexpr& c, const ConstexprValue& v) {
+  for (size_t i = 0; i < c.values.size(); ++i)
+    if (SameValue(c.values[i], v)) return i;
+  return c.values.size();
+}
+
+// `specs` ordered by their API values, axis by axis (each axis in the order
+// its values are listed).  Expansion order is the order of every
+// constexpr, computed ones included: one listed before an API axis, and an
+// exclusion tying them, would leave equal API values apart, and the nested
+// switches need them together (a case label twice does not compile).
+std::vector<const Specialization*> ByApiValues(const Kernel& k, std::vector<const Specialization*> specs,
+                                               const std::vector<size_t>& axes) {
+  std::stable_sort(specs.begin(), specs.end(), [&](const Specialization* a, const Specialization* b) {
+    for (size_t axis : axes) {
+      size_t x = ValueIndex(k.constexprs[axis], a->values[axis]), y = ValueIndex(k.constexprs[axis], b->values[axis]);
+      if (x != y) return x < y;
+    }
+    return false;
+  });
+  return specs;
+}
+
 class DispatcherWriter {
  public:
   DispatcherWriter(const Package& pkg, const Kernel& k, const std::vector<const Specialization*>& specs)
-      : pkg_(pkg), k_(k), specs_(specs), axes_(ApiAxes(k)) {}
+      : pkg_(pkg), k_(k), axes_(ApiAxes(k)), specs_(ByApiValues(k, specs, axes_)) {}
 
   std::string Write() {
     std::string base = pkg_.prefix + "_" + k_.name;
@@ -151,8 +175,8 @@ class DispatcherWriter {
 
   const Package& pkg_;
   const Kernel& k_;
-  const std::vector<const Specialization*>& specs_;
   const std::vector<size_t> axes_;
+  const std::vector<const Specialization*> specs_;
   std::string out_;
 };
 

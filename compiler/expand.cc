@@ -43,6 +43,22 @@ bool Excluded(const Kernel& k, const std::vector<ConstexprValue>& values) {
   });
 }
 
+// Whether every computed constexpr whose rule reads only constexprs has
+// the value its rule gives: the launcher could never run another build
+// (fla's BK = next_pow2(K) with K a constexpr), so none is made.
+bool RulesAgree(const Kernel& k, const std::vector<ConstexprValue>& values) {
+  Specialization probe;
+  probe.kernel = &k;
+  probe.values = values;
+  ExprBindings b = BindingsFor(probe);
+  for (size_t i = 0; i < k.constexprs.size(); ++i) {
+    if (!k.constexprs[i].Computed()) continue;
+    std::optional<int64_t> folded = EvaluateExpr(*k.constexprs[i].rule, b);
+    if (folded && *folded != values[i].integer) return false;
+  }
+  return true;
+}
+
 // The number of combinations, or 0 when it exceeds `limit`.
 uint64_t ProductSize(const Kernel& k, uint64_t limit) {
   uint64_t total = 1;
@@ -59,7 +75,7 @@ void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specializatio
   while (true) {
     std::vector<ConstexprValue> values;
     for (size_t i = 0; i < k.constexprs.size(); ++i) values.push_back(k.constexprs[i].values[odometer[i]]);
-    if (!Excluded(k, values)) {
+    if (!Excluded(k, values) && RulesAgree(k, values)) {
       Specialization s;
       s.kernel = &k;
       s.name = k.name;

@@ -123,6 +123,7 @@ std::string GenerateInventory(const InventoryInput& in) {
       // How builds specialize it (docs/manifest.md), after the JIT defaults.
       if (p.divisibility) param["divisibility"] = p.divisibility_auto ? "auto" : "16";
       if (p.width_auto) param["width"] = "auto";
+      if (p.equal_to_1) param["equal_to_1"] = "auto";
       params.push_back(std::move(param));
     }
     o["params"] = std::move(params);

@@ -306,7 +306,9 @@ void KernelReader::ReadParams(const YAML::Node& v) {
 }
 
 void KernelReader::ReadParam(const YAML::Node& item) {
-  if (!r_.CheckMap(item, "a param", {"name", "type", "divisibility", "width", "launch_only"}, {"name", "type"})) return;
+  if (!r_.CheckMap(item, "a param", {"name", "type", "divisibility", "width", "equal_to_1", "launch_only"},
+                   {"name", "type"}))
+    return;
   Param p;
   p.loc = r_.Loc(item);
   YAML::Node name = FileReader::Get(item, "name");
@@ -315,6 +317,13 @@ void KernelReader::ReadParam(const YAML::Node& item) {
   if (divisibility.IsDefined()) ReadDivisibility(divisibility, p);
   YAML::Node width = FileReader::Get(item, "width");
   if (width.IsDefined()) ReadWidth(width, p);
+  YAML::Node equal_to_1 = FileReader::Get(item, "equal_to_1");
+  if (equal_to_1.IsDefined()) {
+    p.equal_to_1_loc = r_.Loc(equal_to_1);
+    if (equal_to_1.IsScalar() && equal_to_1.Scalar() == "auto") p.equal_to_1 = true;
+    else r_.Error(equal_to_1, "equal_to_1 must be auto (the aligned builds take the value 1 as a constant, as Triton's "
+                              "JIT does)");
+  }
   YAML::Node launch_only = FileReader::Get(item, "launch_only");
   if (launch_only.IsDefined())
     if (std::optional<bool> b = r_.Bool(launch_only, "launch_only")) p.launch_only = *b;
@@ -335,6 +344,17 @@ void KernelReader::ReadParam(const YAML::Node& item) {
     r_.diag().Error(p.divisibility_loc.line > 0 ? p.divisibility_loc : p.width_loc,
                     "'" + p.name + "' is launch-only: it is not passed to the kernel, so divisibility and width do "
                     "not apply");
+  // The JIT makes a constant only of an integer equal to 1, which then has
+  // no divisibility hint to carry.
+  if (p.equal_to_1 && (p.type.is_pointer || !Info(p.type.scalar).is_integer || p.type.scalar == Scalar::kBool))
+    r_.diag().Error(p.equal_to_1_loc, "equal_to_1 applies only to integer params ('" + p.name + "' is " +
+                                          p.type_text + ")");
+  else if (p.equal_to_1 && p.divisibility)
+    r_.diag().Error(p.equal_to_1_loc, "'" + p.name + "' cannot be both equal_to_1 and divisible by 16 in the aligned "
+                                          "builds; give it divisibility: none");
+  if (p.launch_only && p.equal_to_1_loc.line > 0)
+    r_.diag().Error(p.equal_to_1_loc, "'" + p.name + "' is launch-only: it is not passed to the kernel, so "
+                                          "equal_to_1 does not apply");
   if (p.launch_only && (p.type.is_pointer || !Info(p.type.scalar).is_integer))
     r_.Error(launch_only, "launch-only param '" + p.name + "' must be an integer (it sizes the launch)");
   k_.params.push_back(std::move(p));
@@ -537,6 +557,9 @@ void KernelReader::CheckCuda() {
   for (const Param& p : k_.params)
     if (p.divisibility_loc.line > 0)
       r_.diag().Error(p.divisibility_loc, "divisibility hints apply to Triton kernels only");
+  for (const Param& p : k_.params)
+    if (p.equal_to_1_loc.line > 0)
+      r_.diag().Error(p.equal_to_1_loc, "equal_to_1 applies to Triton kernels only");
   for (const Param& p : k_.params)
     if (p.width_loc.line > 0)
       r_.diag().Error(p.width_loc, std::string(p.width_auto ? "width: auto" : "width") +

@@ -741,6 +741,17 @@ class _Evaluator:
         if not _may_call(callee):
             self.fail(node, "it calls %r, which kpack does not run at build time" % (callee,))
         args = self._items(node.args)
+        # hasattr and getattr on a module: the module's binding (a package
+        # module read from source is no Python module object).
+        if callee in (hasattr, getattr) and args and isinstance(args[0], ModuleRef) and len(args) >= 2:
+            value = self.s.attribute(args[0], args[1], self.m.loc(node), missing=_MISSING)
+            if callee is hasattr:
+                return value is not _MISSING
+            if value is _MISSING:
+                if len(args) > 2:
+                    return args[2]
+                self.fail(node, "module '%s' has no name '%s'" % (args[0].qualname, args[1]))
+            return value
         kwargs = {}
         for k in node.keywords:
             if k.arg is None:

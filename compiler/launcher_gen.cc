@@ -148,6 +148,7 @@ typedef struct kpack_build_ {
   uint32_t block_x;
   uint32_t smem;
   int narrow; /* width: auto params go as 32-bit copies */
+  int ones;   /* equal_to_1 params are constants of the build: not passed */
 } kpack_build_;
 )";
 
@@ -399,9 +400,13 @@ class LauncherWriter {
     }
   }
 
-  void WriteLaunch(const Specialization& s, std::vector<std::string> args, const std::string& descriptor) {
-    if (args.empty()) args.push_back("NULL");
-    out_ += "  void *kpack_args[] = {" + Join(args, ", ") + "};\n";
+  // Checks the geometry and launches; `args` empty: kpack_args is declared.
+  void WriteLaunch(const Specialization& s, std::vector<std::string> args, const std::string& descriptor,
+                   bool declared = false) {
+    if (!declared) {
+      if (args.empty()) args.push_back("NULL");
+      out_ += "  void *kpack_args[] = {" + Join(args, ", ") + "};\n";
+    }
     out_ += "  kpack_status kpack_st = kpack_check_geometry_(" + CString(s.name) +
             ", kpack_bad, kpack_grid, kpack_block, kpack_smem);\n";
     out_ += "  if (kpack_st != KPACK_SUCCESS) return kpack_st;\n";
@@ -466,7 +471,22 @@ void LauncherWriter::WriteChoosingLauncher(size_t i, const Group& g) {
   out_ += "  const int64_t kpack_grid[3] = {" + Join(Dims(k.launch.grid, b), ", ") + "};\n";
   out_ += "  const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};\n";
   out_ += "  const int64_t kpack_smem = kpack_b->smem;\n";
-  WriteLaunch(s, args, "kpack_b->kernel");
+  if (!OneParams(k).empty()) {
+    // The aligned builds take the equal_to_1 params as constants: their
+    // argument list leaves them out.
+    std::vector<std::string> all = args, ones;
+    size_t i = 0;
+    for (const Param& p : k.params) {
+      if (p.launch_only) continue;
+      if (!p.equal_to_1) ones.push_back(args[i]);
+      ++i;
+    }
+    ones.insert(ones.end(), args.begin() + static_cast<long>(i), args.end());  // Triton's hidden pointers
+    out_ += "  void *kpack_args_all[] = {" + Join(all, ", ") + "};\n";
+    out_ += "  void *kpack_args_ones[] = {" + Join(ones, ", ") + "};\n";
+    out_ += "  void **kpack_args = kpack_b->ones ? kpack_args_ones : kpack_args_all;\n";
+  }
+  WriteLaunch(s, args, "kpack_b->kernel", !OneParams(k).empty());
 }
 
 // Computed constexprs become variables of their own names, in the order
@@ -545,8 +565,11 @@ void LauncherWriter::WriteBuildTable(const Group& g) {
     for (size_t build : row) {
       // Every column exists for every row (variants are per kernel).
       TritonLaunch t = LaunchOf(specs_[build]);
+      const Specialization& b = specs_[build];
+      const bool ones = b.aligned && std::any_of(b.kernel->params.begin(), b.kernel->params.end(),
+                                                 [](const Param& p) { return p.equal_to_1; });
       cells.push_back("{&" + Descriptor(build) + ", " + std::to_string(32 * t.num_warps) + ", " +
-                      std::to_string(t.shared) + ", " + (specs_[build].narrow ? "1" : "0") + "}");
+                      std::to_string(t.shared) + ", " + (b.narrow ? "1" : "0") + ", " + (ones ? "1" : "0") + "}");
     }
     rows.push_back("{" + Join(cells, ", ") + "}");
   }
@@ -562,13 +585,18 @@ void LauncherWriter::WriteBuildTable(const Group& g) {
 // passed 32-bit copies.
 void LauncherWriter::WriteVariantConditions(const Kernel& k) {
   if (k.HasAlignedVariant()) {
-    std::vector<std::string> values;
+    std::vector<std::string> tests, values;
     for (const Param& p : k.params)
       if (p.divisibility_auto)
         values.push_back(p.type.is_pointer ? "(uint64_t)(uintptr_t)" + p.name : "(uint64_t)" + p.name);
-    out_ += "  /* The aligned variant when every divisibility: auto param (" + AutoParams(k) +
-            ") is a multiple of 16. */\n";
-    out_ += "  const int kpack_aligned = ((" + Join(values, " | ") + ") & 15) == 0;\n";
+    if (!values.empty()) tests.push_back("((" + Join(values, " | ") + ") & 15) == 0");
+    for (const Param& p : k.params)
+      if (p.equal_to_1) tests.push_back(p.name + " == 1");
+    std::vector<std::string> what;
+    if (!values.empty()) what.push_back("every divisibility: auto param (" + AutoParams(k) + ") is a multiple of 16");
+    if (!OneParams(k).empty()) what.push_back("every equal_to_1 param (" + OneParams(k) + ") is 1");
+    out_ += "  /* The aligned variant when " + Join(what, " and ") + ". */\n";
+    out_ += "  const int kpack_aligned = " + Join(tests, " && ") + ";\n";
   }
   if (k.HasNarrowVariant()) {
     std::vector<std::string> fits;

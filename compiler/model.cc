@@ -147,7 +147,7 @@ bool Kernel::HasComputed() const {
 }
 
 bool Kernel::HasAlignedVariant() const {
-  return std::any_of(params.begin(), params.end(), [](const Param& p) { return p.divisibility_auto; });
+  return std::any_of(params.begin(), params.end(), [](const Param& p) { return p.divisibility_auto || p.equal_to_1; });
 }
 
 bool Kernel::HasNarrowVariant() const {

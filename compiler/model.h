@@ -101,6 +101,11 @@ struct Param {
   // int32, as Triton's JIT does for values that fit; the launcher picks.
   bool width_auto = false;
   SourceLoc width_loc;         // line 0: the manifest does not say
+  // `equal_to_1: auto` (Triton): the aligned builds take the param as the
+  // constant 1, as Triton's JIT does with an integer argument equal to 1,
+  // and the launcher runs them only when the value is 1.
+  bool equal_to_1 = false;
+  SourceLoc equal_to_1_loc;
   // A launch-only param sizes the launch (grid, block, shared memory,
   // rules) and is not passed to the kernel.
   bool launch_only = false;
@@ -221,7 +226,7 @@ struct Kernel {
   std::optional<std::vector<size_t>> ComputedOrder(std::string* cycle = nullptr) const;
 
   // Whether each specialization also gets an aligned variant: some param
-  // says `divisibility: auto`.
+  // says `divisibility: auto` or `equal_to_1: auto`.
   bool HasAlignedVariant() const;
   // Whether each specialization also gets an i32 variant: some param says
   // `width: auto`.

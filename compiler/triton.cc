@@ -55,6 +55,7 @@ std::string TritonRequest(const Specialization& s, const Arch& arch) {
     if (p.launch_only) continue;
     llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, s.TypeOf(p))}};
     if (int d = s.Divisibility(p)) param["divisibility"] = d;
+    if (s.aligned && p.equal_to_1) param["equal_to_1"] = true;  // the constant 1, as the JIT has it
     params.push_back(std::move(param));
   }
   llvm::json::Object assume;

@@ -212,6 +212,9 @@ def compile_kernel(request_path, cubin_path, meta_path):
     constexprs = bind_parameters(fn, request)
     signature, attrs = {}, {}
     params = {p["name"]: p for p in request["params"]}
+    for name, p in params.items():
+        if p.get("equal_to_1"):
+            constexprs[name] = 1  # as the JIT specializes an integer argument equal to 1
     for index, p in enumerate(fn.params):
         if p.name in constexprs:
             signature[p.name] = "constexpr"

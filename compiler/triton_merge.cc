@@ -476,7 +476,7 @@ void Merger::ApplyVariantDefaults() {
     const TritonParamFacts* facts = source_.FindParam(p.name);
     const bool hintable = p.type.is_pointer || (Info(p.type.scalar).is_integer && p.type.scalar != Scalar::kBool);
     const bool specialized = !facts || (!facts->do_not_specialize && !facts->do_not_specialize_on_alignment);
-    if (p.divisibility_loc.line == 0 && hintable && specialized) {
+    if (p.divisibility_loc.line == 0 && hintable && specialized && !p.equal_to_1) {
       p.divisibility = 16;
       p.divisibility_auto = true;
     }

@@ -166,8 +166,8 @@ void CheckTritonKernel(FileReader& r, const Kernel& k) {
       r.diag().Error(*loc, std::string("a Triton kernel's ") + key +
                                " comes from Triton (32 x num_warps threads, its shared memory); remove it");
   for (const Param& p : k.params)
-    if (k.variants == Variants::kNone && (p.divisibility_auto || p.width_auto))
-      r.diag().Error(p.divisibility_auto ? p.divisibility_loc : p.width_loc,
+    if (k.variants == Variants::kNone && (p.divisibility_auto || p.width_auto || p.equal_to_1))
+      r.diag().Error(p.divisibility_auto ? p.divisibility_loc : p.width_auto ? p.width_loc : p.equal_to_1_loc,
                      "'" + p.name + "' asks for a variant, but the kernel says variants: none");
   for (const Constexpr& c : k.constexprs) {
     if (c.option) CheckOptionValues(r, c);

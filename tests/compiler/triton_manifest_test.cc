@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen.h"
 #include "expand.h"
 #include "kernel_reader.h"
 #include "test_util.h"
@@ -312,6 +313,23 @@ TEST_CASE("launch_only params size the launch; divisibility: none and width: fix
         "apply\n");
   CHECK(with("  - {name: n, type: i64}\n  - {name: scale, type: f32, launch_only: true}\n") ==
         "k.yaml:11:43: error: launch-only param 'scale' must be an integer (it sizes the launch)\n");
+  // equal_to_1: auto: an integer the aligned builds take as the constant 1.
+  Loaded one = Load(Replace(kTriton, param, "  - {name: n, type: i64, equal_to_1: auto}\n"));
+  REQUIRE(one.errors == "");
+  CHECK(one.kernel().params[2].equal_to_1);
+  CHECK(one.kernel().HasAlignedVariant());
+  CHECK(with("  - {name: n, type: i64, equal_to_1: yes}\n") ==
+        "k.yaml:10:38: error: equal_to_1 must be auto (the aligned builds take the value 1 as a constant, as Triton's "
+        "JIT does)\n");
+  CHECK(with("  - {name: n, type: f32, equal_to_1: auto}\n") ==
+        "k.yaml:10:38: error: equal_to_1 applies only to integer params ('n' is f32)\n");
+  CHECK(with("  - {name: n, type: i64, divisibility: auto, equal_to_1: auto}\n") ==
+        "k.yaml:10:58: error: 'n' cannot be both equal_to_1 and divisible by 16 in the aligned builds; give it "
+        "divisibility: none\n");
+  CHECK(with("  - {name: n, type: i64, launch_only: true, equal_to_1: auto}\n") ==
+        "k.yaml:10:57: error: 'n' is launch-only: it is not passed to the kernel, so equal_to_1 does not apply\n");
+  CHECK(Errors(Replace(kKernel, "type: i64}", "type: i64, equal_to_1: auto}")) ==
+        "k.yaml:11:38: error: equal_to_1 applies to Triton kernels only\n");
   CHECK(with("  - {name: n, type: i64, launch_only: yes}\n") ==
         "k.yaml:10:39: error: launch_only must be true or false\n");
   CHECK(with("  - {name: n, type: i64, width: wide}\n") ==
@@ -580,4 +598,49 @@ TEST_CASE("assume: errors") {
   // The package file's assume: is read the same way.
   CHECK(Errors(kTriton, std::string(kPackage) + "assume: {X: 1}\n") ==
         "package.yaml:4:10: error: assume key 'X' is not a qualified Python name (pkg.module.NAME)\n");
+}
+
+TEST_CASE("the dispatcher groups specializations by their API values, whatever the constexprs' order") {
+  // BD, computed, comes first and an exclusion ties it to num_warps: in
+  // expansion order the API's specializations are (F=0, w1), (F=1, w1),
+  // (F=0, w4), (F=1, w4), and a switch over them in that order repeated
+  // `case 0:` (C that does not compile).
+  Loaded l = Load(
+      "kernel: k\nlanguage: triton\nsource: va.py\nentry: k\n"
+      "constexprs:\n"
+      "  - {name: BD, type: int, values: [16, 32], rule: \"next_pow2(n)\"}\n"
+      "  - {name: F, type: bool, values: [false, true]}\n"
+      "options:\n  num_warps: [1, 4]\n"
+      "exclude:\n  - {BD: 16, num_warps: 4}\n  - {BD: 32, num_warps: 1}\n"
+      "params:\n  - {name: x, type: f32*}\n  - {name: n, type: i32}\n"
+      "launch:\n  grid: [1]\n");
+  REQUIRE(l.errors == "");
+  kpack::CodegenOptions options{"package.yaml", "demo.h"};
+  std::string c = kpack::GenerateLauncherSource(*l.pkg, l.specs, options);
+  const std::string dispatcher = c.substr(c.find("kpack_status demo_k(kpack_stream stream, int F, int num_warps"));
+  CHECK(dispatcher.find("  switch ((int)(F != 0)) {\n"
+                        "    case 0:\n"
+                        "      switch (num_warps) {\n"
+                        "        case 1:\n"
+                        "          return demo_k_nof_w1(stream, x, n);\n"
+                        "        case 4:\n"
+                        "          return demo_k_nof_w4(stream, x, n);\n"
+                        "        default:\n"
+                        "          break;\n"
+                        "      }\n"
+                        "      break;\n"
+                        "    case 1:\n"
+                        "      switch (num_warps) {\n"
+                        "        case 1:\n"
+                        "          return demo_k_f_w1(stream, x, n);\n") == dispatcher.find('\n') + 1);
+}
+
+TEST_CASE("a rule that reads only constexprs is folded: no build the launcher could never run") {
+  Loaded l = Load(WithConstexprs("  - {name: K, type: int, values: [100, 200]}\n"
+                                 "  - {name: BK, type: int, values: [128, 256], rule: \"next_pow2(K)\"}\n"));
+  REQUIRE(l.errors == "");
+  std::vector<std::string> stems;
+  for (const kpack::Specialization& s : l.specs) stems.push_back(s.Stem());
+  // K=100 runs BK=128 only, K=200 BK=256 only (of 4 combinations).
+  CHECK(stems == std::vector<std::string>{"va_k100.bk128", "va_k200.bk256"});
 }

@@ -69,6 +69,11 @@ for dir in "$cache"/*-*; do
        --inventory "$out/k.json" --root "$here" --python-path "$dir" --cuda-root "$cuda_root" --python "$python" \
        --archs "$archs" --quiet -v > "$work/$manifests.log" 2>&1; then
     grep '^kpack: .* units' "$work/$manifests.log"
+    # The generated launchers must compile: a consumer builds them.
+    if ! cc -c -std=c11 -Wall -Werror -I "$out" -I "$here/../../runtime" -I "$cuda_root/include" "$out/k.c" \
+         -o "$out/k.o" 2> "$work/$manifests.cc.log"; then
+      echo "FAILED: the $manifests launchers do not compile"; head -20 "$work/$manifests.cc.log"; status=1
+    fi
     packaged=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["kernels"]))' "$out/k.json")
   else
     echo "FAILED: building the $manifests package"

@@ -85,8 +85,8 @@ if build && grep -q '8 units (4 of aligned variants): 8 compiled, 0 from cache' 
    && [ -s $u.aligned.sm_80.bin ] && ! cmp -s $u.aligned.sm_80.bin $u.sm_80.bin \
    && grep -q '\.incbin "work/fatbins/add_f16_b1024_w8.aligned.fatbin"' out/tk.S \
    && grep -q 'const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)y | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0;' out/tk.c \
-   && grep -q '{{&kpack_spec_0, 128, [0-9]*, 0}, {&kpack_spec_2, 128, [0-9]*, 0}}};' out/tk.c \
-   && grep -q '{{&kpack_spec_1, 256, [0-9]*, 0}, {&kpack_spec_3, 256, [0-9]*, 0}}};' out/tk.c \
+   && grep -q '{{&kpack_spec_0, 128, [0-9]*, 0, 0}, {&kpack_spec_2, 128, [0-9]*, 0, 0}}};' out/tk.c \
+   && grep -q '{{&kpack_spec_1, 256, [0-9]*, 0, 0}, {&kpack_spec_3, 256, [0-9]*, 0, 0}}};' out/tk.c \
    && grep -q 'const kpack_build_ \*kpack_b = &kpack_builds\[kpack_base\]\[(kpack_aligned ? 1 : 0)\];' out/tk.c \
    && grep -q 'return kpack_launch(kpack_b->kernel, stream' out/tk.c \
    && grep -q '"add_f16_b1024_w4 (aligned variant)"' out/tk.c \
@@ -118,7 +118,7 @@ if build && grep -q '16 units (12 of aligned and i32 variants): 16 compiled, 0 f
    && grep -q 'const int32_t kpack_i32_n = (int32_t)n;' out/tk.c \
    && grep -q '(kpack_b->narrow ? (void \*)&kpack_i32_n : (void \*)&n)' out/tk.c \
    && grep -q 'kpack_builds\[kpack_base\]\[(kpack_aligned && kpack_narrow ? 3 : (kpack_narrow ? 2 : (kpack_aligned ? 1 : 0)))\];' out/tk.c \
-   && grep -q '{{&kpack_spec_0, 128, [0-9]*, 0}, {&kpack_spec_2, 128, [0-9]*, 0}, {&kpack_spec_3, 128, [0-9]*, 1}, {&kpack_spec_4, 128, [0-9]*, 1}}};' out/tk.c \
+   && grep -q '{{&kpack_spec_0, 128, [0-9]*, 0, 0}, {&kpack_spec_2, 128, [0-9]*, 0, 0}, {&kpack_spec_3, 128, [0-9]*, 1, 0}, {&kpack_spec_4, 128, [0-9]*, 1, 0}}};' out/tk.c \
    && grep -q '"add_f16_b1024_w4 (aligned i32 variant)"' out/tk.c \
    && grep -q 'size_t tk_num_specializations(void) { return 2; }' out/tk.c; then
   pass "width: auto builds, checks and embeds i32 variants with i32 in Triton's request; the launcher picks"
@@ -143,6 +143,35 @@ if build && grep -q '8 units (4 of aligned and i32 variants): 8 compiled, 0 from
   pass "by default a specialization is also built as the JIT builds an ordinary call (i32, hinted): two builds"
 else
   fail "jit variants"; cat log; ls work/units; cat out/tk.h 2>/dev/null | sed -n '/==== add/,/\*\//p'
+fi
+
+# 1e. equal_to_1: auto: the aligned builds take the param as the constant 1,
+# as Triton's JIT does with an integer argument equal to 1 (Triton drops it
+# from the kernel's parameters, which kpack's layout check sees); the
+# launcher runs them only when the value is 1 and then leaves it out of the
+# arguments.
+cat > m/add.py <<'PY'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x, y, out, n, stride, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs * stride, tl.load(x + offs * stride, mask=mask) + tl.load(y + offs * stride, mask=mask), mask=mask)
+PY
+sed -i 's/  - {name: n, type: i64}/  - {name: n, type: i64}\n  - {name: stride, type: i64, equal_to_1: auto}/' m/add.yaml
+rm -rf work
+if build && grep -q '8 units (4 of aligned and i32 variants): 8 compiled, 0 from cache' log \
+   && grep -q '"equal_to_1":true,"name":"stride","triton_type":"i32"' $u.aligned.i32.sm_90a.json \
+   && ! grep -q equal_to_1 $u.sm_90a.json \
+   && grep -q 'const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)y | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0 && stride == 1;' out/tk.c \
+   && grep -q 'void \*\*kpack_args = kpack_b->ones ? kpack_args_ones : kpack_args_all;' out/tk.c \
+   && grep -q ' \*   taken as the constant 1 (they are 1): stride;' out/tk.h; then
+  pass "equal_to_1: auto builds the aligned builds with the constant 1, checked without the param, run when it is 1"
+else
+  fail "equal_to_1"; cat log; cat out/tk.c 2>/dev/null | sed -n '/^kpack_status tk_add_f16_b1024_w4(/,/^}/p'
 fi
 write_package
 

@@ -269,6 +269,11 @@ class SliceTest(unittest.TestCase):
         slicer, ks = self.slice("scale")
         ev = lambda text: slicer.evaluate(ks.module, ast.parse(text, mode="eval").body)
         self.assertEqual(ev("on_gpu() and False"), False)
+        # hasattr and getattr see a module's names, read from source or real.
+        self.assertEqual(ev("hasattr(h, 'scale_of')"), True)
+        self.assertEqual(ev("hasattr(h, 'nothing')"), False)
+        self.assertEqual(ev("hasattr(tl, 'gather')"), True)
+        self.assertEqual(ev("getattr(h, 'nothing', 7)"), 7)
         self.assertEqual(ev("on_gpu() or True"), True)
         from kpack_slice import Undecidable
         with self.assertRaises(Undecidable):

@@ -62,6 +62,7 @@ typedef struct kpack_build_ {
   uint32_t block_x;
   uint32_t smem;
   int narrow; /* width: auto params go as 32-bit copies */
+  int ones;   /* equal_to_1 params are constants of the build: not passed */
 } kpack_build_;
 
 /* The fatbins, in specialization order (gk_fatbins.S). */
@@ -316,7 +317,7 @@ kpack_status gk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f1
   const int32_t kpack_i32_stride = (int32_t)stride;
   const int kpack_base = 0;
   static const kpack_build_ kpack_builds[1][4] = {
-      {{&kpack_spec_5, 128, 0, 0}, {&kpack_spec_7, 128, 0, 0}, {&kpack_spec_8, 128, 0, 1}, {&kpack_spec_9, 128, 0, 1}}};
+      {{&kpack_spec_5, 128, 0, 0, 0}, {&kpack_spec_7, 128, 0, 0, 0}, {&kpack_spec_8, 128, 0, 1, 0}, {&kpack_spec_9, 128, 0, 1, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned && kpack_narrow ? 3 : (kpack_narrow ? 2 : (kpack_aligned ? 1 : 0)))];
   const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
@@ -341,7 +342,7 @@ kpack_status gk_rows_f32_b1024(kpack_stream stream, const float *x, float *out, 
   const int32_t kpack_i32_stride = (int32_t)stride;
   const int kpack_base = 0;
   static const kpack_build_ kpack_builds[1][4] = {
-      {{&kpack_spec_6, 128, 512, 0}, {&kpack_spec_10, 128, 2048, 0}, {&kpack_spec_11, 128, 512, 1}, {&kpack_spec_12, 128, 1024, 1}}};
+      {{&kpack_spec_6, 128, 512, 0, 0}, {&kpack_spec_10, 128, 2048, 0, 0}, {&kpack_spec_11, 128, 512, 1, 0}, {&kpack_spec_12, 128, 1024, 1, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned && kpack_narrow ? 3 : (kpack_narrow ? 2 : (kpack_aligned ? 1 : 0)))];
   const int64_t kpack_grid[3] = {(int64_t)rows, 1, 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};

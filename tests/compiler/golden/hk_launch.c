@@ -78,6 +78,7 @@ typedef struct kpack_build_ {
   uint32_t block_x;
   uint32_t smem;
   int narrow; /* width: auto params go as 32-bit copies */
+  int ones;   /* equal_to_1 params are constants of the build: not passed */
 } kpack_build_;
 
 /* The fatbins, in specialization order (hk_fatbins.S). */
@@ -260,14 +261,14 @@ kpack_status hk_rows_b256(kpack_stream stream, const float *x, const float *bias
     return kpack_fail_no_specialization("rows_b256 (computed constexprs)", "SPLIT=1 EVEN_N=false HAS_BIAS=false, SPLIT=1 EVEN_N=false HAS_BIAS=true, SPLIT=1 EVEN_N=true HAS_BIAS=false, SPLIT=1 EVEN_N=true HAS_BIAS=true, SPLIT=2 EVEN_N=false HAS_BIAS=false, SPLIT=2 EVEN_N=false HAS_BIAS=true, SPLIT=2 EVEN_N=true HAS_BIAS=false, SPLIT=2 EVEN_N=true HAS_BIAS=true", 3, kpack_names, kpack_kinds, kpack_values);
   }
   static const kpack_build_ kpack_builds[8][2] = {
-      {{&kpack_spec_0, 128, 1000, 0}, {&kpack_spec_12, 128, 1012, 1}},
-      {{&kpack_spec_5, 128, 1005, 0}, {&kpack_spec_13, 128, 1013, 1}},
-      {{&kpack_spec_6, 128, 1006, 0}, {&kpack_spec_14, 128, 1014, 1}},
-      {{&kpack_spec_7, 128, 1007, 0}, {&kpack_spec_15, 128, 1015, 1}},
-      {{&kpack_spec_8, 128, 1008, 0}, {&kpack_spec_16, 128, 1016, 1}},
-      {{&kpack_spec_9, 128, 1009, 0}, {&kpack_spec_17, 128, 1017, 1}},
-      {{&kpack_spec_10, 128, 1010, 0}, {&kpack_spec_18, 128, 1018, 1}},
-      {{&kpack_spec_11, 128, 1011, 0}, {&kpack_spec_19, 128, 1019, 1}}};
+      {{&kpack_spec_0, 128, 1000, 0, 0}, {&kpack_spec_12, 128, 1012, 1, 0}},
+      {{&kpack_spec_5, 128, 1005, 0, 0}, {&kpack_spec_13, 128, 1013, 1, 0}},
+      {{&kpack_spec_6, 128, 1006, 0, 0}, {&kpack_spec_14, 128, 1014, 1, 0}},
+      {{&kpack_spec_7, 128, 1007, 0, 0}, {&kpack_spec_15, 128, 1015, 1, 0}},
+      {{&kpack_spec_8, 128, 1008, 0, 0}, {&kpack_spec_16, 128, 1016, 1, 0}},
+      {{&kpack_spec_9, 128, 1009, 0, 0}, {&kpack_spec_17, 128, 1017, 1, 0}},
+      {{&kpack_spec_10, 128, 1010, 0, 0}, {&kpack_spec_18, 128, 1018, 1, 0}},
+      {{&kpack_spec_11, 128, 1011, 0, 0}, {&kpack_spec_19, 128, 1019, 1, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned && kpack_narrow ? 1 : 0)];
   const int64_t kpack_grid[3] = {(int64_t)n_rows, kpack_cdiv_((int64_t)n, kpack_mul_(256, (int64_t)SPLIT, &kpack_bad), &kpack_bad), 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
@@ -318,7 +319,7 @@ kpack_status hk_norm_mean_eps1em06_b128(kpack_stream stream, const float *x, con
     return kpack_fail_no_specialization("norm_mean_eps1em06_b128 (computed constexprs)", "HAS_W=true", 1, kpack_names, kpack_kinds, kpack_values);
   }
   static const kpack_build_ kpack_builds[1][1] = {
-      {{&kpack_spec_1, 128, 1001, 0}}};
+      {{&kpack_spec_1, 128, 1001, 0, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][0];
   const int64_t kpack_grid[3] = {kpack_cdiv_((int64_t)n, 128, &kpack_bad), 1, 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
@@ -347,7 +348,7 @@ kpack_status hk_norm_mean_eps0p5_b128(kpack_stream stream, const float *x, const
     return kpack_fail_no_specialization("norm_mean_eps0p5_b128 (computed constexprs)", "HAS_W=true", 1, kpack_names, kpack_kinds, kpack_values);
   }
   static const kpack_build_ kpack_builds[1][1] = {
-      {{&kpack_spec_2, 128, 1002, 0}}};
+      {{&kpack_spec_2, 128, 1002, 0, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][0];
   const int64_t kpack_grid[3] = {kpack_cdiv_((int64_t)n, 128, &kpack_bad), 1, 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
@@ -376,7 +377,7 @@ kpack_status hk_norm_sum_eps1em06_b128(kpack_stream stream, const float *x, cons
     return kpack_fail_no_specialization("norm_sum_eps1em06_b128 (computed constexprs)", "HAS_W=true", 1, kpack_names, kpack_kinds, kpack_values);
   }
   static const kpack_build_ kpack_builds[1][1] = {
-      {{&kpack_spec_3, 128, 1003, 0}}};
+      {{&kpack_spec_3, 128, 1003, 0, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][0];
   const int64_t kpack_grid[3] = {kpack_cdiv_((int64_t)n, 128, &kpack_bad), 1, 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
@@ -405,7 +406,7 @@ kpack_status hk_norm_sum_eps0p5_b128(kpack_stream stream, const float *x, const 
     return kpack_fail_no_specialization("norm_sum_eps0p5_b128 (computed constexprs)", "HAS_W=true", 1, kpack_names, kpack_kinds, kpack_values);
   }
   static const kpack_build_ kpack_builds[1][1] = {
-      {{&kpack_spec_4, 128, 1004, 0}}};
+      {{&kpack_spec_4, 128, 1004, 0, 0}}};
   const kpack_build_ *kpack_b = &kpack_builds[kpack_base][0];
   const int64_t kpack_grid[3] = {kpack_cdiv_((int64_t)n, 128, &kpack_bad), 1, 1};
   const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
