@@ -10,6 +10,16 @@ tests/gpu/corpus_build.sh): libP.so (the launchers, the embedded fatbins and
 the runtime in one shared object) and P.json (kpack's inventory).  The
 cases are tests/gpu/corpus_cases/P.py: for each, how the project's own code
 launches the kernel (its params, grid and options), with inputs made here.
+Besides its kernel, module, entry, constexprs, make, grid, outputs and
+shape, a case may give:
+  inplace    outputs the kernel updates in place: cloned, not poisoned;
+  dtypes     the dtype constexprs, which the JIT does not take (default T);
+  aliases    {param: other}: the param is the same tensor as `other` after
+             the cloning (a kernel handed one buffer twice, as input and
+             as output);
+  jit_kwargs values the JIT gets instead of the params and constexprs of
+             those names (or besides them), for what the project passes
+             and a C caller cannot: None for a float param, say.
 
 For every case, with fresh random inputs (the seed is printed):
   1. the case's outputs (and in-place inputs, cloned) are poisoned with 0xFF
@@ -152,6 +162,8 @@ class Runner:
             p[name] = p[name].clone()
             if name not in self.case.get("inplace", ()):
                 p[name].view(self.torch.uint8).fill_(0xFF)
+        for name, other in self.case.get("aliases", {}).items():
+            p[name] = p[other]
         return p
 
     def launch_kpack(self, p):
@@ -162,11 +174,13 @@ class Runner:
             raise RuntimeError("%s returned %s" % (self.name, self.lib.status(rc)))
 
     def launch_jit(self, p):
-        kwargs = {q["name"]: p[q["name"]] for q in self.params if not q.get("launch_only")}
+        jit_kwargs = self.case.get("jit_kwargs", {})
+        kwargs = {q["name"]: p[q["name"]] for q in self.params
+                  if not q.get("launch_only") and q["name"] not in jit_kwargs}
         options = {k: v for k, v in self.case["constexprs"].items() if k in ("num_warps", "num_stages", "maxnreg")}
         constexprs = {k: v for k, v in self.case["constexprs"].items()
                       if k not in options and k not in self.case.get("dtypes", ("T",))}
-        constexprs.update(self.case.get("jit_kwargs", {}))
+        constexprs.update(jit_kwargs)
         self.jit[self.grid](**kwargs, **constexprs, **options)
 
     def check(self):
