@@ -149,6 +149,11 @@ class KernelSlice:
         source.  Raises SliceError."""
         return self._build_function(self.entry())
 
+    def functions(self):
+        """Every JIT function build() made."""
+        import triton
+        return [f for f in self._built.values() if isinstance(f, triton.runtime.JITFunction)]
+
     def _namespace(self, module):
         ns = self._namespaces.get(module.qualname)
         if ns is None:

@@ -161,14 +161,31 @@ def execute_module(triton, request):
 
 
 def load_kernel(triton, request):
-    """The entry's JITFunction and the files it was made from."""
+    """The entry's JITFunction, the files it was made from and every JIT
+    function made (to place Triton's errors)."""
     if request.get("load", "slice") == "execute":
-        return execute_module(triton, request)
+        fn, inputs = execute_module(triton, request)
+        return fn, inputs, [fn]
     try:
         slicer, ks = entry_slice(request)
-        return ks.build(), slicer.inputs
+        return ks.build(), slicer.inputs, ks.functions()
     except SliceError as e:
         fail(str(e))
+
+
+def where(error, fn, functions):
+    """'file:line:col: ' of a Triton CompilationError, whose position is
+    relative to the JIT function it stopped in (the entry or one it calls),
+    and its own reason; '' when it has none."""
+    node, src = getattr(error, "node", None), getattr(error, "src", None)
+    if node is None or not hasattr(node, "lineno") or src is None:
+        return ""
+    for f in functions:
+        if getattr(f, "src", None) == src:
+            reason = (getattr(error, "error_message", "") or "").strip().splitlines()
+            return "%s:%d:%d: %s; " % (f.fn.__code__.co_filename, f.starting_line_number + node.lineno - 1,
+                                       node.col_offset + 1, reason[-1] if reason else "")
+    return ""
 
 
 def bind_parameters(fn, request):
@@ -208,7 +225,7 @@ def compile_kernel(request_path, cubin_path, meta_path):
         request = json.load(f)
     triton = import_triton()
     from triton.backends.compiler import GPUTarget
-    fn, inputs = load_kernel(triton, request)
+    fn, inputs, functions = load_kernel(triton, request)
     constexprs = bind_parameters(fn, request)
     signature, attrs = {}, {}
     params = {p["name"]: p for p in request["params"]}
@@ -232,7 +249,7 @@ def compile_kernel(request_path, cubin_path, meta_path):
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
         compiled = triton.compile(src, target=target, options=parsed.__dict__)
     except Exception as e:
-        fail("Triton failed to compile %s: %s: %s" % (fn.__name__, type(e).__name__, e))
+        fail("Triton failed to compile %s: %s%s: %s" % (fn.__name__, where(e, fn, functions), type(e).__name__, e))
     write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path)
 
 

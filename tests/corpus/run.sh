@@ -93,12 +93,15 @@ for dir in "$cache"/*-*; do
     mkdir -p "$single"
     printf 'package: leftout\narchs: [%s]\nkernels: [%s]\n' "$archs" "$manifest" > "$single/package.yaml"
     if "$kpack" build "$single/package.yaml" --header "$single/k.h" --launcher "$single/k.c" --asm "$single/k.S" \
-         --work-dir "$single/work" --root / --allow-outside-root --python-path "$dir" --cuda-root "$cuda_root" \
+         --work-dir "$single/work" --root "$here" --allow-outside-root --python-path "$dir" --cuda-root "$cuda_root" \
          --python "$python" --quiet > "$single/log" 2>&1; then
       echo "FAILED: left-out kernel $kernel packaged after all: move it to the package"
       status=1
     else
-      reasons+=("  $kernel: $(grep -m1 'error:' "$single/log" | sed "s|$dir/||g; s|$here/||g")")
+      # kpack's located error, and Triton's own reason where Triton failed.
+      why=$(grep -m1 'error:' "$single/log")
+      triton=$(grep -m1 '^Triton failed to compile' "$single/log")
+      reasons+=("  $kernel: $(printf '%s%s' "$why" "${triton:+; $triton}" | sed "s|$dir/||g; s|$here/||g")")
     fi
   done
   total=$((packaged + left))

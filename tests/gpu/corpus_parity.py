@@ -45,6 +45,7 @@ triton or a CUDA device.
 import argparse
 import ctypes
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -54,7 +55,6 @@ import sys
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "corpus_cases"))
 
 # C types of the launchers' params, by manifest type (kpack's types.h).
 SCALARS = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
@@ -136,6 +136,9 @@ def kpack_build(kernel_info, params):
             any_auto = True
             v = 0 if value is None else value.data_ptr() if hasattr(value, "data_ptr") else int(value)
             aligned = aligned and v % 16 == 0
+        if p.get("equal_to_1") == "auto":
+            any_auto = True
+            aligned = aligned and int(value) == 1
         if p.get("width") == "auto":
             any_auto = True
             narrow = narrow and -2 ** 31 <= int(params[p["name"]]) < 2 ** 31
@@ -219,7 +222,13 @@ class Runner:
 
 
 def load_cases(package):
-    return importlib.import_module(package).CASES
+    """CASES of corpus_cases/PACKAGE.py, loaded by path under a name of its
+    own: imported as `fla`, the case file would shadow the fla package."""
+    path = os.path.join(HERE, "corpus_cases", package + ".py")
+    spec = importlib.util.spec_from_file_location("kpack_corpus_cases_" + package, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CASES
 
 
 def main(argv):

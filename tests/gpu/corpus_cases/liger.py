@@ -293,7 +293,7 @@ def _softmax(dtype_name, rows, cols, block, warps):
                 shape="%s %dx%d" % (dtype_name, rows, cols), make=make, outputs=["Y_ptr"], grid=_rows("n_rows"))
 
 
-def _sparsemax(dtype_name, rows, cols, block):
+def _sparsemax(dtype_name, rows, cols, block, warps=4):
     def make(torch):  # sparsemax.py _sparsemax_forward over the last dim
         dtype = _dtype(torch, dtype_name)
         x = torch.randn(rows, cols, device="cuda", dtype=dtype)
@@ -303,7 +303,7 @@ def _sparsemax(dtype_name, rows, cols, block):
                     o_ptr=out, o_stride_row=out.stride(0), n_cols=cols, n_rows=rows)
     # num_warps is the kernel's own constexpr; Liger passes it as num_warps=, which is the launch option too.
     return dict(kernel="sparsemax", module="liger_kernel.ops.sparsemax", entry="_sparsemax_forward_kernel",
-                constexprs=dict(T=dtype_name, BLOCK_SIZE=block, num_warps=4),
+                constexprs=dict(T=dtype_name, BLOCK_SIZE=block, num_warps=warps),
                 shape="%s %dx%d" % (dtype_name, rows, cols), make=make, outputs=["o_ptr"], grid=_rows("n_rows"))
 
 
@@ -412,6 +412,7 @@ CASES = [
     _softmax("f32", 4096, 32000, 32768, 32),
     _sparsemax("bf16", 65536, 1024, 1024),
     _sparsemax("f16", 131072, 500, 512),
+    _sparsemax("bf16", 16384, 4000, 4096, 8),
     _dyt("bf16", 32768, 4096, 1024, 4),
     _dyt("f16", 16384, 8192, 4096, 16),
     _poly_norm("bf16", 4096, 4096, 8),
