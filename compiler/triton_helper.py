@@ -173,19 +173,19 @@ def load_kernel(triton, request):
         fail(str(e))
 
 
-def where(error, fn, functions):
-    """'file:line:col: ' of a Triton CompilationError, whose position is
-    relative to the JIT function it stopped in (the entry or one it calls),
-    and its own reason; '' when it has none."""
+def where(error, functions):
+    """'file:line:col: error: reason' of a Triton CompilationError, whose
+    position is relative to the JIT function it stopped in (the entry or one
+    it calls); None when it has no position."""
     node, src = getattr(error, "node", None), getattr(error, "src", None)
     if node is None or not hasattr(node, "lineno") or src is None:
-        return ""
+        return None
     for f in functions:
         if getattr(f, "src", None) == src:
             reason = (getattr(error, "error_message", "") or "").strip().splitlines()
-            return "%s:%d:%d: %s; " % (f.fn.__code__.co_filename, f.starting_line_number + node.lineno - 1,
-                                       node.col_offset + 1, reason[-1] if reason else "")
-    return ""
+            return "%s:%d:%d: error: %s" % (f.fn.__code__.co_filename, f.starting_line_number + node.lineno - 1,
+                                            node.col_offset + 1, reason[-1] if reason else type(error).__name__)
+    return None
 
 
 def bind_parameters(fn, request):
@@ -249,7 +249,11 @@ def compile_kernel(request_path, cubin_path, meta_path):
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
         compiled = triton.compile(src, target=target, options=parsed.__dict__)
     except Exception as e:
-        fail("Triton failed to compile %s: %s%s: %s" % (fn.__name__, where(e, fn, functions), type(e).__name__, e))
+        # The kernel's own line first, as a compiler reports it, then
+        # Triton's text (its excerpt of the source, with a caret).
+        located = where(e, functions)
+        fail("%sTriton failed to compile %s: %s: %s" % (located + "\n" if located else "", fn.__name__,
+                                                        type(e).__name__, e))
     write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path)
 
 

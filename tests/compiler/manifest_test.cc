@@ -11,17 +11,8 @@
 using kpack::testing::kKernel;
 using kpack::testing::kPackage;
 using kpack::testing::LoadErrors;
+using kpack::testing::Replace;
 using kpack::testing::ScratchDir;
-
-namespace {
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
-
-}  // namespace
 
 TEST_CASE("a valid package loads with every field") {
   ScratchDir dir;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "diagnostics.h"
@@ -69,6 +70,15 @@ inline std::string LoadErrors(const std::string& kernel, const std::string& pack
   Diagnostics diag;
   LoadPackage("package.yaml", LoadOptions{}, diag);
   return diag.Text();
+}
+
+// `text` with the first `from` replaced by `to`; a `from` that is not there
+// throws, which fails the test (a variation that changes nothing would let
+// the test pass for the wrong reason).
+inline std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("Replace: '" + from + "' is not in the text");
+  return text.replace(at, from.size(), to);
 }
 
 }  // namespace kpack::testing

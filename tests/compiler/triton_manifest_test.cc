@@ -17,15 +17,10 @@
 #include "test_util.h"
 
 using kpack::testing::kKernel;
+using kpack::testing::Replace;
 using kpack::testing::ScratchDir;
 
 namespace {
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 // A Triton kernel manifest; tests replace parts or append keys (line 13 on).
 const char* kTriton =

@@ -15,16 +15,11 @@
 
 using kpack::testing::Config;
 using kpack::testing::FakeDescriber;
+using kpack::testing::Replace;
 using kpack::testing::ScratchDir;
 using kpack::testing::Signature;
 
 namespace {
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
-}
 
 // The kernel manifest the tests vary: k.yaml, entry va of va.py.
 const char* kTriton =

@@ -22,7 +22,7 @@ kpack=$(realpath "$1") cuda_root=$2 python=$3
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${4:-${KPACK_CORPUS_CACHE:-$HOME/.cache/kpack/corpus}}
 archs=${KPACK_CORPUS_ARCHS:-sm_90}
-declare -A GOALS=([liger_kernel]=19 [fla_core]=12)
+declare -A GOALS=([liger_kernel]=20 [fla_core]=19)
 declare -A MANIFESTS=([liger_kernel]=liger [fla_core]=fla)
 
 if [ ! -d "$cache" ]; then
@@ -98,9 +98,10 @@ for dir in "$cache"/*-*; do
       echo "FAILED: left-out kernel $kernel packaged after all: move it to the package"
       status=1
     else
-      # kpack's located error, and Triton's own reason where Triton failed.
+      # kpack's located error, and Triton's own, at the kernel's line, where
+      # Triton failed.
       why=$(grep -m1 'error:' "$single/log")
-      triton=$(grep -m1 '^Triton failed to compile' "$single/log")
+      triton=$(grep -m1 -E '^[^ ]+\.py:[0-9]+:[0-9]+: error: ' "$single/log" || grep -m1 '^Triton failed to compile' "$single/log")
       reasons+=("  $kernel: $(printf '%s%s' "$why" "${triton:+; $triton}" | sed "s|$dir/||g; s|$here/||g")")
     fi
   done

@@ -212,11 +212,15 @@ fi
 write_package
 
 # 5. Triton's own compile error is shown (a range Triton refuses: not a
-# power of two).
+# power of two), at the kernel's line and column, under kpack's error that
+# names the kernel and specialization, once for the four units.
 sed -i 's/tl.arange(0, BLOCK)/tl.arange(0, BLOCK - 1)/' m/add.py
 build; rc=$?
-if [ $rc -eq 1 ] && grep -q "^Triton failed to compile add: CompilationError" log && grep -q "power of 2" log; then
-  pass "Triton's compile error is shown with kernel and specialization"
+if [ $rc -eq 1 ] && grep -q "^m/add.yaml:1:9: error: Triton failed (exit code 1) for kernel 'add' specialization add_f16_b1024_w4 (T=f16, BLOCK=1024, num_warps=4) for sm_80$" log \
+   && [ "$(grep -A1 -x "m/add.py:7:39: error: arange's range must be a power of 2" log | tail -1)" = "Triton failed to compile add: CompilationError: at 2:38:" ] \
+   && [ "$(grep -c "arange's range must be a power of 2" log)" = 2 ] \
+   && grep -q "^note: 3 more unit(s) of kernel 'add' failed with the same output" log; then
+  pass "Triton's compile error is shown at the kernel's line, with kernel and specialization, once"
 else
   fail "Triton compile error (rc=$rc)"; cat log
 fi
