@@ -13,6 +13,7 @@
 #include "compile.h"
 #include "debug_guard.h"
 #include "expand.h"
+#include "flag_policy.h"
 #include "fs_util.h"
 #include "inventory.h"
 #include "manifest.h"
@@ -122,6 +123,17 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     load.project_root = o.root;
     load.allow_outside_root = o.allow_outside_root;
     load.python_path = o.python_path;
+    for (const std::string& dir : o.include_dirs) {
+      std::error_code ec;
+      load.include_dirs.push_back(fs::absolute(dir, ec).lexically_normal().generic_string());
+    }
+    for (const std::string& dir : o.include_dirs) {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) diag.Error("include directory '" + dir + "' (-I) not found");
+      else if (char c = ShellMetacharacter(dir))
+        diag.Error("include directory '" + dir + "' (-I) contains " + Quoted(c) +
+                   "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
+    }
     // Triton kernels' sources are read (not run) by the helper, once for
     // the whole package.
     HelperDescriber describer(runner, TritonTools{o.python, o.triton_helper, ""});
@@ -210,7 +222,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   std::vector<UnitFacts> facts;
   {
     PassTimer t("check", o.perf, err);
-    CheckUnits(plan, compiled, facts, diag);
+    // A __global__ entry's symbol is known only now, from its cubins.
+    if (ResolveEntrySymbols(plan, compiled, specs, diag)) CheckUnits(plan, compiled, facts, diag);
     CheckRecordedBuildModes(plan, facts, diag);
   }
   if (!Checkpoint(diag, err)) return 1;

@@ -26,6 +26,7 @@ struct BuildOptions {
   std::string python = "python3";   // for Triton kernels
   std::string triton_helper;        // triton_helper.py; default: beside kpack
   std::vector<std::string> python_path;  // Triton kernels' packages (--python-path)
+  std::vector<std::string> include_dirs;  // header-only libraries' roots (-I)
   std::string archs;          // "sm_80,sm_90" overrides the manifests
   std::string compress_mode;  // fatbinary --compress-mode, "" for default
   int jobs = 0;               // unit pool depth; 0: DefaultUnitJobs

@@ -1,6 +1,11 @@
 #include "check.h"
 
+#include <map>
+
 #include "cubin.h"
+#include "cuda_instance.h"
+#include "expand.h"
+#include "expr_bounds.h"
 #include "debug_guard.h"
 #include "triton.h"
 
@@ -15,11 +20,70 @@ std::string Layout(uint32_t offset, uint32_t size) {
   return "offset " + std::to_string(offset) + ", size " + std::to_string(size);
 }
 
+std::string Where(const Unit& u);
+
+// The most threads a block of this kernel can have: its launch bounds
+// (EIATTR_MAX_THREADS), else 1024, and what its registers allow (65536 a
+// multiprocessor on sm_80 to sm_120, allocated per warp in units of 256).
+uint32_t MaxBlockThreads(const CubinKernel& kernel) {
+  uint32_t limit = kernel.max_threads ? std::min<uint32_t>(kernel.max_threads, 1024) : 1024;
+  if (kernel.registers > 0) {
+    uint32_t per_warp = (kernel.registers * 32 + 255) / 256 * 256;
+    limit = std::min(limit, 65536 / per_warp * 32);
+  }
+  return limit;
+}
+
+// A block expression that can exceed what the cubin launches is a build
+// error: the launch would fail at run time for some arguments, far from
+// the cause.  Bounded by interval analysis over the params' types.
+void CheckBlockFits(const Unit& u, const CubinKernel& kernel, Diagnostics& diag) {
+  const Specialization& s = *u.spec;
+  const Kernel& k = *s.kernel;
+  if (u.triton || k.launch.block.empty()) return;
+  ExprBindings bindings = BindingsFor(s);
+  NameRange ranges = [&](const std::string& name) -> std::optional<Interval> {
+    const Param* p = k.FindParam(name);
+    if (!p || p->type.is_pointer) return std::nullopt;
+    return ScalarRange(s.TypeOf(*p).scalar);
+  };
+  __int128 threads = 1;
+  std::string dims, witness;
+  for (const Expr& e : k.launch.block) {
+    std::optional<Interval> b = BoundExpr(e, bindings, ranges);
+    int64_t hi = b ? b->hi : INT64_MAX;
+    threads *= std::max<int64_t>(hi, 1);
+    if (threads > INT64_MAX) threads = INT64_MAX;
+    dims += (dims.empty() ? "" : " x ") + std::to_string(hi);
+    if (std::string w = BoundWitness(e, bindings, ranges); !w.empty())
+      witness += (witness.empty() ? "" : ", ") + w;
+  }
+  uint32_t limit = MaxBlockThreads(kernel);
+  if (threads <= limit) return;
+  std::string why = kernel.max_threads ? "its launch bounds allow " + std::to_string(kernel.max_threads)
+                                       : "a block has at most 1024";
+  if (limit < std::min<uint32_t>(kernel.max_threads ? kernel.max_threads : 1024, 1024))
+    why += ", and its " + std::to_string(kernel.registers) + " registers a thread allow " + std::to_string(limit);
+  diag.Error(k.launch.block_loc, Where(u) + ": the block can reach " + dims + " threads" +
+                                     (witness.empty() ? "" : " (at " + witness + ")") +
+                                     ", more than the kernel launches with (" + why +
+                                     "); bound the expression, e.g. with min()");
+}
+
+// __cluster_dims__ fixes the cluster in the cubin; a launch must not set another.
+void CheckCluster(const Unit& u, const CubinKernel& kernel, Diagnostics& diag) {
+  const Kernel& k = *u.spec->kernel;
+  if (kernel.cluster_dims[0] == 0 || k.launch.cluster.empty()) return;
+  diag.Error(k.launch.cluster_loc, Where(u) + ": the kernel sets its own cluster dimensions (__cluster_dims__(" +
+                                       std::to_string(kernel.cluster_dims[0]) + ", " +
+                                       std::to_string(kernel.cluster_dims[1]) + ", " +
+                                       std::to_string(kernel.cluster_dims[2]) + ")); remove launch.cluster");
+}
+
 void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnostics& diag) {
   const Specialization& s = *u.spec;
   const Kernel& k = *s.kernel;
-  std::string label = s.BuildLabel();
-  std::string where = "specialization " + s.name + " (" + (label.empty() ? "" : label + ", ") + u.arch.Name() + ")";
+  std::string where = Where(u);
   std::string error;
   std::optional<CubinInfo> info = ReadCubin(c.binary, &error);
   if (!info) {
@@ -73,7 +137,10 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
     diag.Error(loc, where + ": " + what + " is at " + Layout(got.offset, got.size) +
                         " in the cubin, but the launcher passes " + Layout(expected[i].first, expected[i].second));
   }
+  CheckBlockFits(u, *kernel, diag);
+  CheckCluster(u, *kernel, diag);
   facts.registers = kernel->registers;
+  for (int i = 0; i < 3; ++i) facts.cluster_dims[i] = kernel->cluster_dims[i];
   facts.static_shared_bytes = kernel->static_shared_bytes;
   facts.local_bytes = kernel->local_bytes;
   facts.max_threads = kernel->max_threads;
@@ -81,7 +148,68 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
   facts.debug_code = CubinIsDebug(*info);
 }
 
+// The template arguments kpack wrote in the explicit instantiation, as the
+// demangled symbol must show them.
+std::vector<ExpectedArg> ExpectedArgs(const Specialization& s) {
+  std::vector<ExpectedArg> out;
+  const Kernel& k = *s.kernel;
+  for (size_t i = 0; i < k.constexprs.size(); ++i) {
+    const Constexpr& c = k.constexprs[i];
+    const ConstexprValue& v = s.values[i];
+    ExpectedArg a;
+    switch (c.kind) {
+      case ConstexprKind::kInt: a.kind = ExpectedArg::kInteger; a.integer = v.integer; break;
+      case ConstexprKind::kBool: a.kind = ExpectedArg::kBool; a.integer = v.integer; break;
+      case ConstexprKind::kDtype: a.kind = ExpectedArg::kType; a.text = Info(v.dtype).cuda_type; break;
+      default: a.kind = ExpectedArg::kName; a.text = v.text; break;  // type: cpp
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string Where(const Unit& u) {
+  const Specialization& s = *u.spec;
+  std::string label = s.BuildLabel();
+  return "specialization " + s.name + " (" + (label.empty() ? "" : label + ", ") + u.arch.Name() + ")";
+}
+
 }  // namespace
+
+bool ResolveEntrySymbols(const Plan& plan, const std::vector<CompiledUnit>& compiled,
+                         std::vector<Specialization>& specs, Diagnostics& diag) {
+  int errors_before = diag.error_count();
+  std::map<const Specialization*, Specialization*> mutable_specs;
+  for (Specialization& s : specs) mutable_specs[&s] = &s;
+  std::map<const Specialization*, std::pair<std::string, std::string>> found;  // symbol, arch
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    const Unit& u = plan.units[i];
+    const Kernel& k = *u.spec->kernel;
+    if (!k.global_entry || u.ptx) continue;
+    std::string error;
+    std::optional<CubinInfo> info = ReadCubin(compiled[i].binary, &error);
+    if (!info) {
+      diag.Error(k.loc, Where(u) + ": cannot read the cubin nvcc produced: " + error);
+      continue;
+    }
+    std::vector<std::string> symbols;
+    for (const CubinKernel& kernel : info->kernels) symbols.push_back(kernel.name);
+    std::string demangled;
+    std::optional<std::string> symbol = FindInstance(symbols, k.entry, ExpectedArgs(*u.spec), &demangled, &error);
+    if (!symbol) {
+      diag.Error(k.loc, Where(u) + ": " + error);
+      continue;
+    }
+    auto [it, first] = found.emplace(u.spec, std::make_pair(*symbol, u.arch.Name()));
+    if (!first && it->second.first != *symbol) {
+      diag.Error(k.loc, Where(u) + ": the kernel is " + *symbol + " here but " + it->second.first + " in " +
+                            it->second.second + "; one fatbin holds one entry name");
+      continue;
+    }
+    mutable_specs.at(u.spec)->symbol = *symbol;
+  }
+  return diag.error_count() == errors_before;
+}
 
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers) {
   std::vector<uint32_t> sizes;

@@ -23,6 +23,7 @@ struct UnitFacts {
   uint32_t static_shared_bytes = 0;
   uint32_t local_bytes = 0;
   uint32_t max_threads = 0;
+  uint32_t cluster_dims[3] = {0, 0, 0};  // compiled in (__cluster_dims__)
   bool has_debug_info = false;
   bool debug_code = false;  // CubinIsDebug (debug_guard.h)
 };
@@ -30,6 +31,12 @@ struct UnitFacts {
 // The C ABI layout of the manifest's parameters: {offset, size} each,
 // followed by `hidden_pointers` pointer parameters (Triton's scratch).
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers = 0);
+
+// Sets the symbol of each specialization of a __global__ entry: the cubin
+// kernel that demangles to the instance kpack asked for (FindInstance in
+// cuda_entry.h), the same in every arch.  Returns false on errors.
+bool ResolveEntrySymbols(const Plan& plan, const std::vector<CompiledUnit>& compiled,
+                         std::vector<Specialization>& specs, Diagnostics& diag);
 
 // Checks every cubin unit (PTX units are skipped).  Returns false on errors.
 bool CheckUnits(const Plan& plan, const std::vector<CompiledUnit>& compiled, std::vector<UnitFacts>& facts,

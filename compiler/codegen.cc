@@ -163,9 +163,12 @@ class HeaderWriter {
 
   void WriteTypedDecl(const Specialization& s) {
     const Kernel& k = *s.kernel;
-    out_ += "/* " + k.name + " with " + CommentText(ApiValues(s)) + "; SASS for " + ArchList(k.BuildArchs()) +
-            (k.debug ? "; DEBUG BUILD (slow)" : "") + ". */\n";
-    std::vector<std::string> params = {"kpack_stream stream"};
+    out_ += "/* " + k.name + " with " + CommentText(ApiValues(s)) +
+            (k.global_entry ? ": the kernel " + CommentText(InstanceName(s)) : "") + "; SASS for " +
+            ArchList(k.BuildArchs()) + (k.debug ? "; DEBUG BUILD (slow)" : "") + ". */\n";
+    if (k.launch.pdl == Pdl::kPerCall)
+      out_ += "/* pdl: nonzero launches with programmatic dependent launch (PDL). */\n";
+    std::vector<std::string> params = LeadingParams(k);
     for (const Param& p : k.params) params.push_back(TypedParam(s, p));
     out_ += "kpack_status " + s.launcher + "(" + Join(params, ", ") + ");\n\n";
   }

@@ -144,8 +144,14 @@ std::string OneParams(const Kernel& k) { return ParamList(k, [](const Param& p) 
 
 
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
-std::string DispatcherParams(const Kernel& k) {
+std::vector<std::string> LeadingParams(const Kernel& k) {
   std::vector<std::string> params = {"kpack_stream stream"};
+  if (k.launch.pdl == Pdl::kPerCall) params.push_back("int pdl");
+  return params;
+}
+
+std::string DispatcherParams(const Kernel& k) {
+  std::vector<std::string> params = LeadingParams(k);
   for (const Constexpr& c : k.constexprs)
     if (c.InApi()) params.push_back(ConstexprCType(c) + (c.kind == ConstexprKind::kStr ? "" : " ") + c.name);
   for (const Param& p : k.params) params.push_back(DispatchParam(p));

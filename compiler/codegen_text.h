@@ -62,6 +62,10 @@ std::string NarrowParams(const Kernel& k);
 // "stride_d": the params that are `equal_to_1: auto`.
 std::string OneParams(const Kernel& k);
 
+// What every launcher of `k` takes first: the stream, then `int pdl` when
+// the kernel's PDL is chosen per call (launch.pdl: per_call).
+std::vector<std::string> LeadingParams(const Kernel& k);
+
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k);
 

@@ -246,6 +246,53 @@ bool CompileUnits(const Plan& plan, const CompileOptions& options, ToolRunner& r
   return ReportUnitErrors(plan, errors, diag);
 }
 
+namespace {
+
+void ReplaceAll(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+// The output of a failed unit with what is that unit's own taken out (its
+// translation unit's path and name, its arch, its instance and nvcc's
+// "[with T=__half, ...]"), so that an error every unit of a kernel has is
+// recognised as one.
+std::string CommonOutput(const Unit& u, std::string output) {
+  const Specialization& s = *u.spec;
+  ReplaceAll(output, u.name, "<unit>");
+  ReplaceAll(output, s.name, "<specialization>");
+  ReplaceAll(output, u.arch.Name(), "<arch>");
+  ReplaceAll(output, "compute_" + std::to_string(u.arch.number), "<arch>");
+  if (!u.triton) ReplaceAll(output, InstanceName(s), s.kernel->entry + "<...>");
+  for (size_t at = output.find("[with "); at != std::string::npos; at = output.find("[with ", at + 1)) {
+    size_t end = output.find(']', at);
+    if (end == std::string::npos) break;
+    output.replace(at, end - at + 1, "[with ...]");
+  }
+  return output;
+}
+
+// kpack's own reading of a CUDA failure it can explain, shown before
+// nvcc's text; "" when it has none.
+std::string Explain(const Kernel& k, const std::string& output) {
+  if (k.language != Language::kCuda) return "";
+  if (!k.global_entry && output.find("a __global__ function call must be configured") != std::string::npos)
+    return "kpack: '" + k.entry + "' is a __global__ function, but kpack found no __global__ declaration of it in " +
+           k.source_name + " or the files it includes (macros are not expanded), so it called it as a __device__ "
+           "function from a kernel of its own; declare it with __global__ spelled out";
+  // nvcc 13 reports an instantiation that fits no instance of the template
+  // as 'no instance of function template "ns::k" matches the specified type'.
+  if (k.global_entry && (output.find("explicit instantiation") != std::string::npos ||
+                         output.find("matches the specified type") != std::string::npos))
+    return "kpack: the explicit instantiation of the __global__ template '" + k.entry + "' (" + k.global_entry_at +
+           ") failed: its template parameters must take the manifest's constexprs, in the manifest's order, and "
+           "its parameters the manifest's params";
+  return "";
+}
+
+}  // namespace
+
 bool ReportUnitErrors(const Plan& plan, const std::vector<std::string>& errors, Diagnostics& diag) {
   // Report in plan order, so the output does not depend on thread timing.
   // A kernel-wide problem (a Triton constexpr the kernel lacks, a template
@@ -260,18 +307,21 @@ bool ReportUnitErrors(const Plan& plan, const std::vector<std::string>& errors, 
   for (size_t i = 0; i < plan.units.size(); ++i) {
     if (errors[i].empty()) continue;
     ok = false;
+    const Unit& u = plan.units[i];
     size_t newline = errors[i].find('\n');
     std::string rest = newline == std::string::npos ? "" : errors[i].substr(newline + 1);
     size_t output_at = rest.find('\n');  // after the command line
     std::string output = output_at == std::string::npos ? "" : rest.substr(output_at + 1);
-    std::vector<Seen>& seen = seen_by_kernel[plan.units[i].spec->kernel];
-    auto same = std::find_if(seen.begin(), seen.end(), [&](const Seen& x) { return x.output == output; });
+    std::string common = CommonOutput(u, output);
+    std::vector<Seen>& seen = seen_by_kernel[u.spec->kernel];
+    auto same = std::find_if(seen.begin(), seen.end(), [&](const Seen& x) { return x.output == common; });
     if (!output.empty() && same != seen.end()) {
-      same->units.push_back(plan.units[i].name);
+      same->units.push_back(u.name);
       continue;
     }
-    seen.push_back(Seen{output, {}});
-    diag.Error(plan.units[i].spec->kernel->loc, errors[i].substr(0, newline));
+    seen.push_back(Seen{common, {}});
+    diag.Error(u.spec->kernel->loc, errors[i].substr(0, newline));
+    if (std::string why = Explain(*u.spec->kernel, output); !why.empty()) diag.Note("note: " + why);
     if (!rest.empty()) diag.Note(rest);
   }
   for (const auto& [kernel, seen] : seen_by_kernel)

@@ -58,6 +58,7 @@ constexpr uint8_t kEiattrFrameSize = 0x11;       // SVAL: u32 sym, u32 bytes
 constexpr uint8_t kEiattrKparamInfo = 0x17;      // SVAL: u32 index, u16 ordinal, u16 offset, u32 bits
 constexpr uint8_t kEiattrCbankParamSize = 0x19;  // HVAL: bytes
 constexpr uint8_t kEiattrRegcount = 0x2f;        // SVAL: u32 sym, u32 registers
+constexpr uint8_t kEiattrCtaPerCluster = 0x3d;   // SVAL: u32 x, y, z (__cluster_dims__)
 // .nv.compat attribute that is 1 in sm_90a/sm_100a/sm_120a images and 0 in
 // the plain and `f` ones (observed with ptxas 13.0).
 constexpr uint8_t kCompatArchSpecific = 0x09;
@@ -488,6 +489,12 @@ bool CubinReader::ApplyAttribute(const Attribute& a, std::string_view section,
       if (owner != nullptr) {
         owner->max_threads = SaturatingProduct(LoadLe32(a.payload, 0), LoadLe32(a.payload, 4),
                                                LoadLe32(a.payload, 8));
+      }
+      return true;
+    case kEiattrCtaPerCluster:
+      if (!NeedPayload(a, 12, "EIATTR_CTA_PER_CLUSTER", section, error_)) return false;
+      if (owner != nullptr) {
+        for (int i = 0; i < 3; ++i) owner->cluster_dims[i] = LoadLe32(a.payload, 4 * i);
       }
       return true;
     default:

@@ -62,6 +62,7 @@ struct CubinKernel {
                                         // .nv.reservedSmem.offset0), else 0
   uint32_t local_bytes = 0;             // EIATTR_FRAME_SIZE (per-thread stack frame)
   uint32_t max_threads = 0;             // EIATTR_MAX_THREADS x*y*z (launch bounds), else 0
+  uint32_t cluster_dims[3] = {0, 0, 0}; // EIATTR_CTA_PER_CLUSTER (__cluster_dims__), else 0s
 };
 
 struct CubinInfo {

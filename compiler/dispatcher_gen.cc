@@ -112,6 +112,7 @@ class DispatcherWriter {
 
   void WriteCall(const Specialization& s, const std::string& indent) {
     std::vector<std::string> args = {"stream"};
+    if (k_.launch.pdl == Pdl::kPerCall) args.push_back("pdl");
     for (const Param& p : k_.params) {
       if (p.type.dtype_constexpr.empty()) {
         args.push_back(p.name);

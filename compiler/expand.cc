@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "manifest.h"
+
 namespace kpack {
 namespace {
 
@@ -13,7 +15,7 @@ std::string NamePart(const Constexpr& c, const ConstexprValue& v) {
     case ConstexprKind::kBool:
       return v.integer ? c.tag : "no" + c.tag;
     case ConstexprKind::kStr:
-      return c.tag + v.text;
+      return c.tag + (c.cpp_name ? LastNameComponent(v.text) : v.text);
     case ConstexprKind::kFloat: {
       // A C name holds no '.', '-' or '+': 1e-06 is 1em06, -0.5 is m0p5.
       std::string part;
@@ -88,7 +90,9 @@ void ExpandKernel(const Package& pkg, const Kernel& k, std::vector<Specializatio
       s.launcher = pkg.prefix + "_" + s.name;
       // Triton names the kernel after the Python function; kpack wraps CUDA
       // templates in an extern "C" kernel of its own name.
-      s.symbol = k.language == Language::kTriton ? k.entry : "kpack_" + s.launcher;
+      // A __global__ template's symbol is its mangled name, which the check
+      // pass takes from the cubin (cuda_instance.h proves the instance).
+      s.symbol = k.language == Language::kTriton ? k.entry : k.global_entry ? "" : "kpack_" + s.launcher;
       auto [it, first] = groups.emplace(s.name, out.size());
       s.api = first;
       s.group = it->second;
@@ -211,6 +215,29 @@ ParamType Specialization::TypeOf(const Param& p) const {
   return t;
 }
 
+// launch.cluster, evaluated for `s`: each dimension at least 1 and the
+// cluster at most 8 blocks, the portable size every sm_90+ device launches
+// (more needs a non-portable opt-in kpack does not make).  Returns false
+// after reporting a cluster that breaks it.
+bool CheckClusterSize(const Specialization& s, Diagnostics& diag) {
+  const Launch& l = s.kernel->launch;
+  if (l.cluster.empty()) return true;
+  ExprBindings b = BindingsFor(s);
+  std::vector<int64_t> dims;
+  std::string text;
+  int64_t blocks = 1;
+  for (const Expr& e : l.cluster) {
+    dims.push_back(EvaluateExpr(e, b).value_or(0));
+    text += (text.empty() ? "" : "x") + std::to_string(dims.back());
+    blocks *= std::clamp<int64_t>(dims.back(), 0, 1 << 20);
+  }
+  bool small = std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 1; });
+  if (small && blocks <= 8) return true;
+  diag.Error(l.cluster_loc, "specialization " + s.name + ": the cluster is " + text + "; every dimension must be at "
+                            "least 1 and the cluster at most 8 blocks (the portable size)");
+  return false;
+}
+
 std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
   std::vector<Specialization> builds;
   for (const Kernel& k : pkg.kernels) {
@@ -223,6 +250,8 @@ std::vector<Specialization> Expand(const Package& pkg, Diagnostics& diag) {
     size_t before = builds.size();
     ExpandKernel(pkg, k, builds);
     if (builds.size() == before) diag.Error(k.loc, "every specialization of kernel '" + k.name + "' is excluded");
+    for (size_t i = before; i < builds.size(); ++i)
+      if (!CheckClusterSize(builds[i], diag)) break;  // one error per kernel
   }
   // The API's builds first (specialization i is build i), then the other
   // computed values; `group` follows the move.

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cubin.h"
+#include "cuda_instance.h"
 #include "debug_guard.h"
 #include "fatbin.h"
 #include "fs_util.h"
@@ -42,6 +43,7 @@ void AddCubinFacts(const CubinInfo& info, const CubinKernel* k, InspectRow& row)
   row.debug_code = CubinIsDebug(info);
   if (row.build_mode.empty()) row.build_mode = row.debug_code ? "debug" : "release";
   if (!k) return;
+  row.entry = Demangle(k->name);
   row.registers = k->registers;
   row.static_shared_bytes = k->static_shared_bytes;
   row.local_bytes = k->local_bytes;
@@ -221,12 +223,13 @@ std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error,
 
 std::string FormatInspectTable(const InspectReport& r) {
   std::vector<std::vector<std::string>> cells = {
-      {"kernel", "specialization", "arch", "bytes", "regs", "smem", "local", "ptx", "mode"}};
+      {"kernel", "specialization", "arch", "bytes", "regs", "smem", "local", "ptx", "mode", "entry"}};
   for (const InspectRow& row : r.rows)
     cells.push_back({row.kernel, row.specialization.empty() ? "-" : row.specialization, row.arch,
                      std::to_string(row.size) + (row.compressed ? "z" : ""), Optional(row.registers),
                      Optional(row.static_shared_bytes), Optional(row.local_bytes),
-                     row.ptx ? "image" : row.fatbin_has_ptx ? "yes" : "no", row.build_mode});
+                     row.ptx ? "image" : row.fatbin_has_ptx ? "yes" : "no", row.build_mode,
+                     row.entry.empty() ? "-" : row.entry});
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& line : cells)
     for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
@@ -256,7 +259,8 @@ std::string FormatInspectJson(const InspectReport& r) {
     json::Object o{{"package", row.package},       {"kernel", row.kernel}, {"specialization", row.specialization},
                    {"arch", row.arch},             {"kind", row.ptx ? "ptx" : "sass"},
                    {"fatbin_has_ptx", row.fatbin_has_ptx}, {"size", static_cast<int64_t>(row.size)},
-                   {"compressed", row.compressed}, {"build_mode", row.build_mode}, {"debug_code", row.debug_code}};
+                   {"compressed", row.compressed}, {"build_mode", row.build_mode}, {"debug_code", row.debug_code},
+                   {"entry", row.entry}};
     if (row.registers) o["registers"] = static_cast<int64_t>(*row.registers);
     if (row.static_shared_bytes) o["static_shared_bytes"] = static_cast<int64_t>(*row.static_shared_bytes);
     if (row.local_bytes) o["local_bytes"] = static_cast<int64_t>(*row.local_bytes);

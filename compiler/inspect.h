@@ -31,6 +31,8 @@ struct InspectRow {
   std::optional<uint32_t> registers, static_shared_bytes, local_bytes;
   std::string build_mode;      // recorded by kpack, else read from the cubin
   bool debug_code = false;     // the cubin itself shows debug code
+  std::string entry;           // the kernel function, demangled
+                               // ("ns::k<8u, __half>(__half*, int)"); "" if unread
 };
 
 struct InspectReport {

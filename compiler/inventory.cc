@@ -1,5 +1,7 @@
 #include "inventory.h"
 
+#include "cuda_instance.h"
+
 #include <map>
 
 #include "expr.h"
@@ -83,6 +85,7 @@ std::string GenerateInventory(const InventoryInput& in) {
         {"name", s.name},
         {"launcher", s.launcher},
         {"symbol", s.symbol},
+        {"entry", Demangle(s.symbol)},
         {"constexprs", std::move(constexprs)},
         {"build_mode", p.build_mode},
         {"sass_archs", ArchNames(p.sass_archs)},

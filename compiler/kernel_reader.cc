@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "cuda_reader.h"
 #include "debug_guard.h"
 #include "flag_policy.h"
 #include "triton_merge.h"
@@ -151,6 +152,7 @@ bool KernelReader::Read() {
   k_.nvcc_flag_locs = package_.nvcc_flag_locs;
   k_.allow_debug = package_.allow_debug;
   k_.python_path = package_.python_path;
+  k_.include_dirs = package_.include_dirs;
   k_.assume = package_.assume;
   k_.loc = r_.Loc(*root_);
   // The language first (other keys are read differently for Triton), then
@@ -182,7 +184,7 @@ void KernelReader::ReadField(const std::string& key, const YAML::Node& key_node,
   } else if (key == "source") {
     ReadSource(v);
   } else if (key == "entry") {
-    if (auto s = r_.Identifier(v, "entry")) k_.entry = *s;
+    ReadEntry(r_, v, k_);
   } else if (key == "doc") {
     if (auto s = r_.String(v, "doc")) k_.doc = *s;
   } else if (key == "constexprs") {
@@ -222,6 +224,10 @@ void KernelReader::ReadSource(const YAML::Node& v) {
   if (!s) return;
   k_.source_text = *s;
   k_.source_loc = r_.Loc(v);
+  if (s->size() > 2 && s->front() == '<' && s->back() == '>') {
+    ResolveIncludedSource(r_, v, *s, k_);
+    return;
+  }
   k_.source_path = ResolveBeside(r_.file(), *s);
   k_.source_name = RootRelative(k_.source_path, r_.root());
   if (char c = ShellMetacharacter(k_.source_path)) {
@@ -240,15 +246,22 @@ bool KernelReader::ReadConstexprType(const YAML::Node& type, Constexpr& c) {
   if (*s == "int") c.kind = ConstexprKind::kInt;
   else if (*s == "bool") c.kind = ConstexprKind::kBool;
   else if (*s == "dtype") c.kind = ConstexprKind::kDtype;
+  else if (*s == "cpp" && k_.language == Language::kCuda) {
+    c.kind = ConstexprKind::kStr;
+    c.cpp_name = true;
+  }
   else if (*s == "float" && k_.language == Language::kTriton) c.kind = ConstexprKind::kFloat;
   else if (*s == "str" && k_.language == Language::kTriton) c.kind = ConstexprKind::kStr;
-  else if (*s == "float" || *s == "str") {
+  else if (*s == "cpp") {
+    r_.Error(type, "constexpr type 'cpp' applies to CUDA kernels only (a C++ name as a template argument)");
+    return false;
+  } else if (*s == "float" || *s == "str") {
     r_.Error(type, "constexpr type '" + *s + "' applies to Triton kernels only (a C++ template takes int, bool "
                    "and type parameters here)");
     return false;
   } else {
     r_.Error(type, "unknown constexpr type '" + *s + "' (expected " +
-                       (k_.language == Language::kTriton ? "int, bool, dtype, float or str)" : "int, bool or dtype)"));
+                       (k_.language == Language::kTriton ? "int, bool, dtype, float or str)" : "int, bool, dtype or cpp)"));
     return false;
   }
   return true;
@@ -283,9 +296,10 @@ void KernelReader::ReadConstexprs(const YAML::Node& v) {
       if (rule.IsScalar() && rule.Scalar() == "none" && rule.Tag() != "!") c.rule_none = true;
       else if ((c.rule = ReadExpr(rule, "rule"))) c.rule_source = "rule at " + r_.Loc(rule).ToString();
     }
-    if (values.IsDefined() && r_.NonEmptySequence(values, "values of '" + c.name + "'"))
-      ReadConstexprValues(r_, values, c);
-    else if (!values.IsDefined() && c.rule && c.kind == ConstexprKind::kBool)
+    if (values.IsDefined() && r_.NonEmptySequence(values, "values of '" + c.name + "'")) {
+      if (c.cpp_name) ReadCppNameValues(r_, values, c);
+      else ReadConstexprValues(r_, values, c);
+    } else if (!values.IsDefined() && c.rule && c.kind == ConstexprKind::kBool)
       c.values = BothBoolValues(c.loc);  // a computed bool is built for what its rule may give
     else if (!values.IsDefined() && k_.language != Language::kTriton)
       r_.Error(item, "a constexpr is missing required key 'values'");
@@ -480,7 +494,10 @@ void KernelReader::ReadExclusions(const YAML::Node& v) {
 // The value of constexpr `c` that `node` spells, or an error.
 std::optional<ConstexprValue> KernelReader::MatchValue(const Constexpr& c, const YAML::Node& node) {
   std::string spelled = node.IsScalar() ? node.Scalar() : "?";
-  if (node.IsScalar()) {
+  if (node.IsScalar() && c.cpp_name) {  // a C++ name, as written among the values
+    for (const ConstexprValue& built : c.values)
+      if (built.text == spelled) return built;
+  } else if (node.IsScalar()) {
     Diagnostics quiet;
     FileReader probe(r_.file(), r_.options(), quiet);
     std::optional<ConstexprValue> value = ReadConstexprValue(probe, node, c.kind, c.name);
@@ -493,7 +510,9 @@ std::optional<ConstexprValue> KernelReader::MatchValue(const Constexpr& c, const
 
 void KernelReader::ReadLaunch(const YAML::Node& v) {
   k_.launch.loc = r_.Loc(v);
-  if (!r_.CheckMap(v, "launch", {"grid", "block", "shared_mem", "launch_bounds"}, {"grid"})) return;
+  if (!r_.CheckMap(v, "launch", {"grid", "block", "shared_mem", "launch_bounds", "pdl", "cluster", "cooperative"},
+                   {"grid"}))
+    return;
   k_.launch.shared_mem.kind = Expr::Kind::kInteger;
   for (const auto& entry : v) {
     const std::string key = entry.first.Scalar();
@@ -511,6 +530,11 @@ void KernelReader::ReadLaunch(const YAML::Node& v) {
       k_.launch.launch_bounds = ReadExpr(value, "launch_bounds");
       k_.launch.launch_bounds_loc = r_.Loc(entry.first);
     }
+    if (key == "cluster") {
+      k_.launch.cluster = ReadDims(value, "cluster");
+      k_.launch.cluster_loc = r_.Loc(entry.first);
+    }
+    if (key == "pdl" || key == "cooperative") ReadLaunchAttribute(r_, key, entry.first, value, k_);
   }
 }
 
@@ -543,6 +567,8 @@ void KernelReader::CheckNames() {
   std::set<std::string> seen = {"stream"};
   auto check = [&](const std::string& name, const SourceLoc& loc) {
     if (name.rfind("kpack_", 0) == 0) r_.diag().Error(loc, "name '" + name + "' is reserved (kpack_ prefix)");
+    else if (name == "pdl" && k_.launch.pdl == Pdl::kPerCall)
+      r_.diag().Error(loc, "name 'pdl' is reserved: the launchers of a kernel with pdl: per_call take 'int pdl'");
     else if (!seen.insert(name).second)
       r_.diag().Error(loc, "name '" + name + "' is used twice among constexprs and params (or is 'stream')");
   };
@@ -589,6 +615,7 @@ void KernelReader::CheckLaunch() {
   for (const Expr& e : k_.launch.block) CheckExpr(e, lookup, true, r_.diag());
   CheckExpr(k_.launch.shared_mem, lookup, true, r_.diag());
   if (k_.launch.launch_bounds) CheckExpr(*k_.launch.launch_bounds, lookup, false, r_.diag());
+  for (const Expr& e : k_.launch.cluster) CheckExpr(e, lookup, false, r_.diag());  // compiled in, as the bounds
 }
 
 TritonDescribeRequest KernelReader::DescribeRequest() const {
@@ -610,6 +637,7 @@ std::optional<Kernel> KernelReader::Finish(const TritonSourceInfo* source) {
   CheckNames();
   if (k_.language == Language::kTriton) CheckTritonKernel(r_, k_);
   else CheckCuda();
+  CheckCudaEntry(r_, k_);
   CheckLaunch();
   if (r_.diag().error_count() != errors_before_) return std::nullopt;
   return std::move(k_);

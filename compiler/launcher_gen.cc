@@ -42,7 +42,7 @@ static inline int64_t kpack_mod_(int64_t a, int64_t b, int *bad) {
 }
 static inline int64_t kpack_cdiv_(int64_t a, int64_t b, int *bad) {
   int64_t q = kpack_div_(a, b, bad);
-  return (b != 0 && a % b != 0 && ((a > 0) == (b > 0))) ? q + 1 : q;
+  return (b != 0 && b != -1 && a % b != 0 && ((a > 0) == (b > 0))) ? q + 1 : q;
 }
 static inline int64_t kpack_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t kpack_max_(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -369,7 +369,7 @@ class LauncherWriter {
     const Specialization& s = specs_[i];
     const Kernel& k = *s.kernel;
     ExprBindings b = BindingsFor(s);
-    std::vector<std::string> params = {"kpack_stream stream"}, args;
+    std::vector<std::string> params = LeadingParams(k), args;
     for (const Param& p : k.params) {
       params.push_back(TypedParam(s, p));
       if (!p.launch_only) args.push_back("(void *)&" + p.name);
@@ -410,10 +410,32 @@ class LauncherWriter {
     out_ += "  kpack_status kpack_st = kpack_check_geometry_(" + CString(s.name) +
             ", kpack_bad, kpack_grid, kpack_block, kpack_smem);\n";
     out_ += "  if (kpack_st != KPACK_SUCCESS) return kpack_st;\n";
-    out_ += "  return kpack_launch(" + descriptor +
+    const Launch& l = s.kernel->launch;
+    out_ += std::string("  return ") + (l.HasAttributes() ? "kpack_launch_ex(" : "kpack_launch(") + descriptor +
             ", stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],\n"
             "                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],\n"
-            "                      (uint32_t)kpack_smem, kpack_args);\n}\n\n";
+            "                      (uint32_t)kpack_smem, kpack_args";
+    if (l.HasAttributes()) out_ += ",\n                      " + LaunchAttributes(s);
+    out_ += ");\n}\n\n";
+  }
+
+  // kpack_launch_ex's flags and cluster: PDL on every launch or as the
+  // call's `pdl` says (with flags 0 the runtime takes cuLaunchKernel's
+  // path, so a call without PDL costs what a plain launch does).
+  static std::string LaunchAttributes(const Specialization& s) {
+    const Launch& l = s.kernel->launch;
+    std::vector<std::string> flags;
+    if (l.pdl == Pdl::kOn) flags.push_back("KPACK_LAUNCH_PDL");
+    if (l.pdl == Pdl::kPerCall) flags.push_back("(pdl ? KPACK_LAUNCH_PDL : 0u)");
+    if (l.cooperative) flags.push_back("KPACK_LAUNCH_COOPERATIVE");
+    std::string out = flags.empty() ? "0u" : Join(flags, " | ");
+    ExprBindings b = BindingsFor(s);
+    for (size_t d = 0; d < 3; ++d) {
+      std::optional<int64_t> v = d < l.cluster.size() ? EvaluateExpr(l.cluster[d], b)
+                                 : l.cluster.empty() ? std::optional<int64_t>(0) : std::optional<int64_t>(1);
+      out += ", " + std::to_string(v.value_or(0)) + "u";
+    }
+    return out;
   }
 
   void WriteChoosingLauncher(size_t i, const Group& g);
@@ -443,7 +465,7 @@ void LauncherWriter::WriteChoosingLauncher(size_t i, const Group& g) {
   const Specialization& s = specs_[i];
   const Kernel& k = *s.kernel;
   ExprBindings b = LauncherBindings(s);
-  std::vector<std::string> params = {"kpack_stream stream"}, args;
+  std::vector<std::string> params = LeadingParams(k), args;
   const bool narrow = std::find(g.slots.begin(), g.slots.end(), 2u) != g.slots.end() ||
                       std::find(g.slots.begin(), g.slots.end(), 3u) != g.slots.end();
   for (const Param& p : k.params) {

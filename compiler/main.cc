@@ -57,6 +57,12 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
       o.python_path.push_back(a == "--python-path" ? args[++i] : a.substr(std::string("--python-path=").size()));
       continue;
     }
+    // Repeatable: an include root of header-only libraries, -I DIR or -IDIR.
+    if (a.rfind("-I", 0) == 0) {
+      if (a == "-I" && i + 1 >= args.size()) { error = "-I needs a directory"; return false; }
+      o.include_dirs.push_back(a == "-I" ? args[++i] : a.substr(2));
+      continue;
+    }
     bool matched = false;
     for (Flag& f : flags) {
       std::string name = f.name;
@@ -172,6 +178,9 @@ int Usage(std::ostream& out, int code) {
          "  --triton-helper PATH    triton_helper.py (default: beside kpack)\n"
          "  --python-path DIR       where Triton kernels' packages are (module: in a\n"
          "                          manifest); repeatable, searched first\n"
+         "  -I DIR                  include root of header-only libraries (FlashInfer,\n"
+         "                          CUTLASS): source: <x.cuh> and #include find them;\n"
+         "                          repeatable, searched before include_dirs:\n"
          "  -j N                    units compiled at once (default: cores, within memory)\n"
          "  --job-memory MIB        memory per unit job, for the default -j (2048)\n"
          "  --ninja PATH            Ninja, which runs the units (default ninja; none: threads)\n"

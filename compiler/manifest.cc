@@ -56,6 +56,34 @@ void ReadPythonPath(FileReader& r, const YAML::Node& v, Package& pkg) {
   }
 }
 
+// `include_dirs:` of the package file: header-only libraries' include roots
+// (FlashInfer's, CUTLASS's), relative to the package file or absolute.  The
+// package file is the build owner's, so they may lie outside the project
+// root; kernel manifests reach them only through `source: <...>` and
+// #include.  Each must be a directory.
+void ReadIncludeDirs(FileReader& r, const YAML::Node& v, Package& pkg) {
+  if (!v.IsSequence()) {
+    r.Error(v, "include_dirs must be a list of directories");
+    return;
+  }
+  for (const YAML::Node& item : v) {
+    std::optional<std::string> dir = r.String(item, "each entry of include_dirs");
+    if (!dir) continue;
+    std::string resolved = ResolveBeside(r.file(), *dir);
+    if (char c = ShellMetacharacter(resolved)) {
+      r.Error(item, "include directory '" + *dir + "' contains " + Quoted(c) +
+                        "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
+      continue;
+    }
+    std::error_code ec;
+    if (!r.options().files && !fs::is_directory(resolved, ec)) {
+      r.Error(item, "include directory '" + *dir + "' not found (looked for " + resolved + ")");
+      continue;
+    }
+    pkg.include_dirs.push_back(resolved);
+  }
+}
+
 void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
                        std::vector<std::pair<std::string, YAML::Node>>& kernel_files) {
   for (const auto& entry : root) {
@@ -87,6 +115,8 @@ void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
       }
     } else if (key == "python_path") {
       ReadPythonPath(r, v, pkg);
+    } else if (key == "include_dirs") {
+      ReadIncludeDirs(r, v, pkg);
     } else if (key == "assume") {
       ReadAssume(r, v, pkg.assume);
     } else if (key == "kernels") {
@@ -147,6 +177,28 @@ bool IsCIdentifier(const std::string& s) {
   return std::find(kReservedWords.begin(), kReservedWords.end(), s) == kReservedWords.end();
 }
 
+bool IsQualifiedCppName(const std::string& s) {
+  if (s.empty() || s.size() > 512) return false;
+  size_t start = s.rfind("::", 0) == 0 ? 2 : 0;  // "::ns::k": the global namespace
+  while (true) {
+    size_t end = s.find("::", start);
+    std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    if (part.empty() || !alpha(part[0])) return false;
+    for (char c : part)
+      if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+    // Library names may be reserved (__nv_bfloat16); keywords never name anything.
+    if (std::find(kReservedWords.begin(), kReservedWords.end(), part) != kReservedWords.end()) return false;
+    if (end == std::string::npos) return true;
+    start = end + 2;
+  }
+}
+
+std::string LastNameComponent(const std::string& s) {
+  size_t at = s.rfind("::");
+  return at == std::string::npos ? s : s.substr(at + 2);
+}
+
 std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& options, Diagnostics& diag) {
   FileReader r(path, options, diag);
   r.set_root(ProjectRoot(path, options));
@@ -154,12 +206,13 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   if (!root) return std::nullopt;
   if (!r.CheckMap(*root, "the package file",
                   {"package", "prefix", "archs", "ptx", "nvcc_flags", "allow_debug", "max_specializations",
-                   "compress", "python_path", "assume", "kernels"},
+                   "compress", "python_path", "include_dirs", "assume", "kernels"},
                   {"package", "archs", "kernels"}))
     return std::nullopt;
   Package pkg;
   pkg.manifest_path = path;
   pkg.python_path = options.python_path;
+  pkg.include_dirs = options.include_dirs;
   std::vector<std::pair<std::string, YAML::Node>> kernel_files;
   ReadPackageFields(r, *root, pkg, kernel_files);
   if (pkg.prefix.empty()) pkg.prefix = pkg.name;

@@ -37,6 +37,11 @@ struct LoadOptions {
   // --python-path`), searched before the package file's python_path.
   std::vector<std::string> python_path;
 
+  // Include roots of header-only libraries (`kpack build -I`), searched
+  // before the package file's include_dirs; anywhere: the build owner
+  // chose them.
+  std::vector<std::string> include_dirs;
+
   // Reads Triton kernels' sources (triton_source.h).  nullptr: Triton
   // kernels are taken as their manifests say, with no source facts (tests
   // of the manifest format, the fuzzer).
@@ -51,5 +56,14 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
 // True for [A-Za-z_][A-Za-z0-9_]* that is not a C or C++ keyword and not a
 // reserved name (leading "__" or "_" + uppercase).
 bool IsCIdentifier(const std::string& s);
+
+// True for a C++ name a template argument or an entry may be: identifiers
+// joined by "::", optionally with a leading "::" ("flashinfer::norm::k",
+// "::silu"); no component a keyword.  Reserved spellings are allowed
+// (libraries use them: __nv_bfloat16).
+bool IsQualifiedCppName(const std::string& s);
+
+// "k" of "ns::detail::k".
+std::string LastNameComponent(const std::string& s);
 
 }  // namespace kpack

@@ -75,6 +75,11 @@ struct Constexpr {
   // autotune configs set alike).
   bool in_api = true;
 
+  // CUDA `type: cpp`: the values are C++ names (a type, a function, an
+  // enumerator), held as kStr text and pasted into the template argument
+  // list; the name part is the name's last component.
+  bool cpp_name = false;
+
   bool Computed() const { return rule.has_value(); }
   // A constexpr the caller chooses: in the API, not computed.
   bool InApi() const { return in_api && !Computed(); }
@@ -138,14 +143,24 @@ enum class Variants {
   kNone,  // one build, the params as the manifest types them
 };
 
+// Programmatic dependent launch (`launch.pdl`): never, on every launch,
+// or as each call says (the launcher takes a `bool pdl`).
+enum class Pdl { kOff, kOn, kPerCall };
+
 struct Launch {
   std::vector<Expr> grid;   // 1..3
   std::vector<Expr> block;  // 1..3
   Expr shared_mem;
   std::optional<Expr> launch_bounds;
+  // Launch attributes, passed through cuLaunchKernelEx (kpack_launch_ex).
+  Pdl pdl = Pdl::kOff;
+  std::vector<Expr> cluster;  // empty, or 1..3 constexpr expressions
+  bool cooperative = false;
   SourceLoc loc;
   // Where each optional key was given (line 0: absent), for language checks.
-  SourceLoc block_loc, shared_mem_loc, launch_bounds_loc;
+  SourceLoc block_loc, shared_mem_loc, launch_bounds_loc, pdl_loc, cluster_loc, cooperative_loc;
+
+  bool HasAttributes() const { return pdl != Pdl::kOff || !cluster.empty() || cooperative; }
 };
 
 enum class Language { kCuda, kTriton };
@@ -173,6 +188,14 @@ struct Kernel {
   std::string source_text;    // as written in the manifest, for messages
   std::string module;         // Triton `module:` (dotted), found on the python path
   std::string entry;
+  // CUDA: the entry is a __global__ function template (a kernel as its
+  // authors wrote it) rather than a __device__ function kpack wraps; found
+  // by scanning the source and its includes (cuda_entry.h) at
+  // global_entry_at ("flashinfer/norm.cuh:63:17").
+  bool global_entry = false;
+  std::string global_entry_at;
+  bool source_on_include_path = false;  // `source: <dir/file.cuh>`
+  std::vector<std::string> include_dirs;  // the build owner's (-I, include_dirs:)
   std::string doc;
   std::vector<Constexpr> constexprs;
   std::vector<Param> params;
@@ -251,6 +274,10 @@ struct Package {
   // values every kernel inherits (a kernel's own win).
   std::vector<std::string> python_path;
   std::vector<std::pair<std::string, std::string>> assume;
+  // CUDA: header-only libraries' include roots (`kpack build -I`, then the
+  // package file's include_dirs), searched for `source: <...>` and passed
+  // to nvcc as -I.
+  std::vector<std::string> include_dirs;
   std::vector<Kernel> kernels;
   SourceLoc loc;
 };

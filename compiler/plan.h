@@ -28,9 +28,14 @@ struct Plan {
   std::vector<Unit> units;        // grouped by specialization, archs ascending
 };
 
-// The translation unit that instantiates `s`: includes, then an
-// extern "C" __global__ wrapper calling the entry template.
+// The translation unit that instantiates `s`: includes, a static_assert
+// that the instance has the manifest's signature, then an extern "C"
+// __global__ wrapper calling a __device__ entry template, or the explicit
+// instantiation of a __global__ one.
 std::string InstantiationSource(const Specialization& s);
+
+// The instance as C++ spells it: "flashinfer::norm::RMSNormKernel<8, __nv_bfloat16>".
+std::string InstanceName(const Specialization& s);
 
 // The arch whose PTX a `ptx: true` kernel embeds: the newest plain one, so
 // that it JIT-compiles on every later device.

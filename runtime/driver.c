@@ -48,6 +48,11 @@ _Static_assert(_Generic(&cuKernelSetAttribute, kpack_pfn_kernel_set_attribute: 1
                "cuKernelSetAttribute");
 _Static_assert(_Generic(&cuLaunchKernel, kpack_pfn_launch_kernel: 1, default: 0),
                "cuLaunchKernel");
+/* cuda.h #defines cuLaunchKernelEx to cuLaunchKernelEx_ptsz under
+   CUDA_API_PER_THREAD_DEFAULT_STREAM, as it does cuLaunchKernel; both
+   variants have this prototype, and k_lazy_symbols names the legacy one. */
+_Static_assert(_Generic(&cuLaunchKernelEx, kpack_pfn_launch_kernel_ex: 1, default: 0),
+               "cuLaunchKernelEx");
 /* dlsym returns void *; POSIX guarantees function pointers have its size and
    representation, which resolve_entry_points(), ensure_initialized() and
    the lazy entry points rely on. */
@@ -71,13 +76,16 @@ static const entry_point k_entry_points[] = {
 };
 
 /* The symbols of kpack_lazy_entry, in its order.  The _v2 suffix is the
-   symbol cuda.h maps cuMemGetInfo to. */
+   symbol cuda.h maps cuMemGetInfo to.  cuLaunchKernelEx is, like
+   cuLaunchKernel, the legacy-default-stream variant (not _ptsz), matching
+   kpack.h's "NULL is the legacy default stream". */
 static const char *const k_lazy_symbols[KPACK_LAZY_COUNT] = {
     [KPACK_LAZY_GET_ERROR_NAME] = "cuGetErrorName",
     [KPACK_LAZY_MEM_GET_INFO] = "cuMemGetInfo_v2",
     [KPACK_LAZY_LIBRARY_UNLOAD] = "cuLibraryUnload",
     [KPACK_LAZY_KERNEL_SET_ATTRIBUTE] = "cuKernelSetAttribute",
     [KPACK_LAZY_DEVICE_GET_ATTRIBUTE] = "cuDeviceGetAttribute",
+    [KPACK_LAZY_LAUNCH_KERNEL_EX] = "cuLaunchKernelEx",
 };
 
 _Atomic(const kpack_driver *) kpack_rt_driver_table;
@@ -322,6 +330,8 @@ KPACK_LAZY_GETTER(kpack_pfn_kernel_set_attribute, kpack_rt_kernel_set_attribute,
                   KPACK_LAZY_KERNEL_SET_ATTRIBUTE)
 KPACK_LAZY_GETTER(kpack_pfn_device_get_attribute, kpack_rt_device_get_attribute,
                   KPACK_LAZY_DEVICE_GET_ATTRIBUTE)
+KPACK_LAZY_GETTER(kpack_pfn_launch_kernel_ex, kpack_rt_launch_kernel_ex,
+                  KPACK_LAZY_LAUNCH_KERNEL_EX)
 
 /* See driver.h. */
 kpack_status kpack_rt_fail_missing(kpack_lazy_entry e) {

@@ -39,6 +39,8 @@ typedef CUresult (*kpack_pfn_launch_kernel)(CUfunction f, unsigned int grid_x,
                                             unsigned int block_x, unsigned int block_y,
                                             unsigned int block_z, unsigned int smem_bytes,
                                             CUstream stream, void **params, void **extra);
+typedef CUresult (*kpack_pfn_launch_kernel_ex)(const CUlaunchConfig *config, CUfunction f,
+                                               void **params, void **extra);
 
 /*
  * The driver entry points that a first launch calls, resolved (dlsym) when
@@ -67,9 +69,10 @@ typedef struct kpack_driver {
  * error names and memory figures are only wanted in error messages,
  * cuLibraryUnload after a failed load and in kpack_unload_all,
  * cuKernelSetAttribute for a launch with more than 48 KiB of dynamic shared
- * memory, and cuDeviceGetAttribute (the compute capability) only after a
+ * memory, cuDeviceGetAttribute (the compute capability) only after a
  * first use failed (kpack_runtime.c, "Why the arch check waits for a
- * failure").
+ * failure"), and cuLaunchKernelEx only for a kpack_launch_ex with launch
+ * attributes (one without any launches through cuLaunchKernel).
  */
 typedef enum kpack_lazy_entry {
   KPACK_LAZY_GET_ERROR_NAME,       /* cuGetErrorName */
@@ -77,6 +80,7 @@ typedef enum kpack_lazy_entry {
   KPACK_LAZY_LIBRARY_UNLOAD,       /* cuLibraryUnload */
   KPACK_LAZY_KERNEL_SET_ATTRIBUTE, /* cuKernelSetAttribute */
   KPACK_LAZY_DEVICE_GET_ATTRIBUTE, /* cuDeviceGetAttribute */
+  KPACK_LAZY_LAUNCH_KERNEL_EX,     /* cuLaunchKernelEx (legacy default stream) */
   KPACK_LAZY_COUNT
 } kpack_lazy_entry;
 
@@ -133,6 +137,7 @@ kpack_pfn_mem_get_info kpack_rt_mem_get_info(const kpack_driver *d);
 kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d);
 kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d);
 kpack_pfn_device_get_attribute kpack_rt_device_get_attribute(const kpack_driver *d);
+kpack_pfn_launch_kernel_ex kpack_rt_launch_kernel_ex(const kpack_driver *d);
 
 /*
  * Fails with KPACK_ERROR_DRIVER_TOO_OLD (CUresult 0) for lazy entry point

@@ -93,6 +93,66 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream,
                           uint32_t block_x, uint32_t block_y, uint32_t block_z,
                           uint32_t smem_bytes, void **args);
 
+/* Launch attribute flags for kpack_launch_ex. Pinned: generated code passes them. */
+#define KPACK_LAUNCH_PDL 0x1u          /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 */
+#define KPACK_LAUNCH_COOPERATIVE 0x2u  /* CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 1 */
+
+/*
+ * kpack_launch with launch attributes: everything kpack_launch does and
+ * says above (the lazy load, the first launch on a device under the load
+ * lock, raising the dynamic shared-memory limit, the arch errors, an empty
+ * grid launching nothing, thread safety and the statuses) holds as written
+ * there, except that a launch with attributes goes through cuLaunchKernelEx
+ * with a CUlaunchConfig of the same grid, block, dynamic shared memory and
+ * stream, the CUkernel as its CUfunction and `args` as its kernelParams.
+ * Its attributes, in this order, only those asked for:
+ *   - CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 when `flags`
+ *     has KPACK_LAUNCH_PDL (programmatic dependent launch: the kernel may
+ *     start while the previous one on the stream still runs, and waits for
+ *     its results itself, with griddepcontrol.wait);
+ *   - CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 1 when `flags` has
+ *     KPACK_LAUNCH_COOPERATIVE (every block resident at once, for grid
+ *     synchronization);
+ *   - CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {cluster_x, cluster_y,
+ *     cluster_z} when cluster_x != 0.
+ * With `flags` 0 and no cluster there are none, and the launch is exactly
+ * kpack_launch's, through cuLaunchKernel at the same cost, so generated code
+ * may call kpack_launch_ex whether or not a call switches PDL on.
+ *
+ * cluster_x 0 means no cluster, and then cluster_y and cluster_z must be 0
+ * too; with cluster_x != 0 all three must be at least 1 (that they divide
+ * the grid, and fit the device, is the driver's to check at the launch).
+ * Any other cluster, and a `flags` bit other than those above, is
+ * KPACK_ERROR_INVALID_ARGUMENT (CUresult 0, nothing launched or loaded),
+ * with a detail naming the specialization and the values:
+ *   "<spec>: kpack_launch_ex: flags 0x5 has unknown bits 0x4 (known:
+ *    KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2)",
+ *   "<spec>: kpack_launch_ex: cluster 0x2x1: cluster_x 0 means no cluster,
+ *    so cluster_y and cluster_z must be 0 too",
+ *   "<spec>: kpack_launch_ex: cluster 2x0x1: every cluster dimension must
+ *    be at least 1".
+ * These are checked after kpack_launch's own argument checks, so an empty
+ * grid still launches nothing and succeeds whatever the attributes, and a
+ * NULL `k` is "kpack_launch_ex: the kernel is NULL".
+ *
+ * cuLaunchKernelEx is looked up on the first launch with attributes (after
+ * the driver is found, before anything is loaded) and then read with one
+ * atomic load per such launch.  A driver without it gives
+ * KPACK_ERROR_DRIVER_TOO_OLD ("<driver> has no cuLaunchKernelEx: the NVIDIA
+ * driver is too old; ..."), each time, and launches nothing.  A launch the
+ * driver rejects is KPACK_ERROR_LAUNCH_FAILED (or, at the first launch on a
+ * device, a load status, as for kpack_launch), and its detail names the call
+ * with the attributes that were set: "<spec>: cuLaunchKernelEx(grid 8x1x1,
+ * block 128x1x1, smem 0, pdl, cooperative, cluster 2x1x1) failed: NAME
+ * (code)".
+ */
+kpack_status kpack_launch_ex(const kpack_kernel *k, kpack_stream stream,
+                             uint32_t grid_x, uint32_t grid_y, uint32_t grid_z,
+                             uint32_t block_x, uint32_t block_y, uint32_t block_z,
+                             uint32_t smem_bytes, void **args,
+                             uint32_t flags, uint32_t cluster_x, uint32_t cluster_y,
+                             uint32_t cluster_z);
+
 /* Attributes of the launching device that launch expressions read
    (`device.NAME` in a manifest), for kpack_device_attribute.  Pinned:
    generated code passes them. */

@@ -18,8 +18,9 @@
  *     g_load_lock.
  *  3. First launch on each device: the launch itself, under g_load_lock.
  *     The driver loads the module into the current context inside that
- *     cuLaunchKernel (lazy loading), so a failure to load (out of memory,
- *     no binary) comes back from it and is reported with its load status.
+ *     cuLaunchKernel (or cuLaunchKernelEx: lazy loading), so a failure to
+ *     load (out of memory, no binary) comes back from it and is reported
+ *     with its load status.
  *     Publish state->device_ready[dev] with a release store once it
  *     succeeded.
  *     Whenever a driver call of steps 1-3 fails, the device's compute
@@ -31,8 +32,11 @@
  *     reasoning about when it could be skipped), an acquire load of the
  *     driver table, cuCtxGetDevice, acquire loads of state->kernel and
  *     state->device_ready[dev] (and smem_limit[dev] above 48 KiB), and
- *     cuLaunchKernel.  No locks, no allocation, no synchronization, so a
- *     launch is legal inside stream capture.
+ *     cuLaunchKernel.  A kpack_launch_ex with launch attributes adds the
+ *     attribute checks and an acquire load of the lazily resolved
+ *     cuLaunchKernelEx, which it calls instead; one without any is
+ *     kpack_launch's path.  No locks, no allocation, no synchronization,
+ *     so a launch is legal inside stream capture.
  *
  * Memory ordering
  * ---------------
@@ -48,8 +52,9 @@
  * Why the CUkernel is launched directly
  * -------------------------------------
  * A CUkernel (from cuLibraryGetKernel) is context-independent, and
- * cuLaunchKernel accepts it in place of a CUfunction, launching it in the
- * calling thread's current context.  One handle per specialization therefore
+ * cuLaunchKernel (like cuLaunchKernelEx, for launches with attributes)
+ * accepts it in place of a CUfunction, launching it in the calling thread's
+ * current context.  One handle per specialization therefore
  * serves every device and every context, so the hot path needs no
  * per-context table.  A thread that switches to a second, non-primary
  * context on a device already prepared gets the module loaded lazily by
@@ -446,28 +451,115 @@ static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, 
   return s;
 }
 
-/* One launch's geometry, stream and arguments, as kpack_launch got them. */
+/*
+ * One launch's geometry, stream, arguments and attributes, as kpack_launch
+ * or kpack_launch_ex got them.  A launch has attributes when `flags` or
+ * cluster[0] is nonzero (launch() has checked that cluster[1] and
+ * cluster[2] are 0 when cluster[0] is); it then goes through
+ * cuLaunchKernelEx, which launch() looks up into `launch_ex`.  Without
+ * attributes `launch_ex` stays NULL and launch_now() calls cuLaunchKernel.
+ */
 typedef struct launch_config {
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t smem;
   CUstream stream;
   void **args;
+  uint32_t flags;                       /* KPACK_LAUNCH_* bits */
+  uint32_t cluster[3];                  /* CLUSTER_DIMENSION; {0, 0, 0}: none */
+  kpack_pfn_launch_kernel_ex launch_ex; /* NULL: no attributes */
 } launch_config;
 
-/* Launches the CUkernel itself; see "Why the CUkernel is launched directly". */
+/* Launch attribute flags kpack_launch_ex knows. */
+#define KPACK_LAUNCH_KNOWN_FLAGS (KPACK_LAUNCH_PDL | KPACK_LAUNCH_COOPERATIVE)
+
+/*
+ * Launches the CUkernel through cuLaunchKernelEx with the config's
+ * attributes, in kpack_internal.h's order; see "Why the CUkernel is
+ * launched directly" (cuLaunchKernelEx takes it as its CUfunction just as
+ * cuLaunchKernel does).  The attributes live on the stack: the driver reads
+ * them during the call only.  Only `id` and the value's member in use are
+ * written.  The config is taken by value, copied on the way in, because
+ * this is the one out-of-line function that launch() hands its config to
+ * (see launch()).
+ */
+static CUresult launch_now_ex(uintptr_t kernel, const launch_config config) {
+  const launch_config *c = &config;
+  CUlaunchAttribute attrs[3];
+  unsigned int n = 0;
+  if (c->flags & KPACK_LAUNCH_PDL) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (c->flags & KPACK_LAUNCH_COOPERATIVE) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n++].value.cooperative = 1;
+  }
+  if (c->cluster[0] != 0) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = c->cluster[0];
+    attrs[n].value.clusterDim.y = c->cluster[1];
+    attrs[n++].value.clusterDim.z = c->cluster[2];
+  }
+  const CUlaunchConfig cu_config = {c->grid[0],  c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                    c->block[2], c->smem,    c->stream,  attrs,       n};
+  return c->launch_ex(&cu_config, (CUfunction)kernel, c->args, NULL);
+}
+
+/*
+ * Launches the CUkernel itself; see "Why the CUkernel is launched
+ * directly".  A launch without attributes (every kpack_launch) is the
+ * cuLaunchKernel call it always was.  The test of `launch_ex` is the only
+ * addition, and in kpack_launch's copy of launch() the compiler knows it is
+ * NULL and drops it.
+ */
 static inline CUresult launch_now(const kpack_driver *d, uintptr_t kernel, const launch_config *c) {
+  if (c->launch_ex != NULL) {
+    return launch_now_ex(kernel, *c);
+  }
   return d->launch_kernel((CUfunction)kernel, c->grid[0], c->grid[1], c->grid[2], c->block[0],
                           c->block[1], c->block[2], c->smem, c->stream, c->args, NULL);
 }
 
-/* Fails with KPACK_ERROR_LAUNCH_FAILED: cuLaunchKernel returned `r`. */
-static kpack_status fail_launch(const kpack_driver *d, const kpack_kernel *k, CUresult r,
-                                const launch_config *c) {
-  return fail_cu(d, KPACK_ERROR_LAUNCH_FAILED, r,
-                 "%s: cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)", name_of(k),
-                 c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
-                 c->smem);
+/* Inlined into each caller, for the hot path's sake: see launch(). */
+#if defined(__GNUC__)
+#define KPACK_RT_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define KPACK_RT_ALWAYS_INLINE inline
+#endif
+
+/*
+ * Appends the driver call that launch_now() makes for `c`, and how it
+ * failed, to the thread's detail: "cuLaunchKernel(grid 1x1x1, block
+ * 256x1x1, smem 0) failed: NAME (code)", or for a launch with attributes
+ * "cuLaunchKernelEx(grid ..., smem 0, pdl, cooperative, cluster 2x1x1)
+ * failed: ..." with only the attributes that are set.
+ */
+static KPACK_RT_ALWAYS_INLINE void append_launch_failure(const kpack_driver *d, CUresult r,
+                                                         const launch_config *c) {
+  kpack_rt_append_detail("%s(grid %ux%ux%u, block %ux%ux%u, smem %u",
+                         c->launch_ex != NULL ? "cuLaunchKernelEx" : "cuLaunchKernel", c->grid[0],
+                         c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->smem);
+  if (c->flags & KPACK_LAUNCH_PDL) {
+    kpack_rt_append_detail(", pdl");
+  }
+  if (c->flags & KPACK_LAUNCH_COOPERATIVE) {
+    kpack_rt_append_detail(", cooperative");
+  }
+  if (c->cluster[0] != 0) {
+    kpack_rt_append_detail(", cluster %ux%ux%u", c->cluster[0], c->cluster[1], c->cluster[2]);
+  }
+  kpack_rt_append_detail(") failed: %s (%d)", kpack_rt_cu_name(d, r), (int)r);
+}
+
+/* Fails with KPACK_ERROR_LAUNCH_FAILED: cuLaunchKernel (or cuLaunchKernelEx)
+   returned `r`. */
+static KPACK_RT_ALWAYS_INLINE kpack_status fail_launch(const kpack_driver *d,
+                                                       const kpack_kernel *k, CUresult r,
+                                                       const launch_config *c) {
+  kpack_rt_fail(KPACK_ERROR_LAUNCH_FAILED, (int)r, "%s: ", name_of(k));
+  append_launch_failure(d, r, c);
+  return KPACK_ERROR_LAUNCH_FAILED;
 }
 
 /*
@@ -497,11 +589,13 @@ static int is_load_failure(CUresult r) {
  * ready by the time it holds the lock launches as on the hot path, and
  * reports a failure as it would.  Only a failure reads the device's compute
  * capability: to refuse a device k has no code for (check_failed_device),
- * and to name its sm in the load failure's detail.
+ * and to name its sm in the load failure's detail.  Always inlined: see
+ * launch().
  */
-static kpack_status first_launch_on_device(const kpack_driver *d, const kpack_kernel *k,
-                                           uintptr_t kernel, CUdevice dev,
-                                           const launch_config *c) {
+static KPACK_RT_ALWAYS_INLINE kpack_status first_launch_on_device(const kpack_driver *d,
+                                                                  const kpack_kernel *k,
+                                                                  uintptr_t kernel, CUdevice dev,
+                                                                  const launch_config *c) {
   kpack_kernel_state *st = k->state;
   pthread_mutex_lock(&g_load_lock);
   const int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) != 0;
@@ -530,11 +624,9 @@ static kpack_status first_launch_on_device(const kpack_driver *d, const kpack_ke
   if (cc > 0) {
     snprintf(sm, sizeof sm, " (sm_%d)", cc);
   }
-  s = fail_cu(d, load_status(r), r,
-              "%s: first launch on device %d%s, which loads its code: "
-              "cuLaunchKernel(grid %ux%ux%u, block %ux%ux%u, smem %u)",
-              name_of(k), (int)dev, sm, c->grid[0], c->grid[1], c->grid[2], c->block[0],
-              c->block[1], c->block[2], c->smem);
+  s = kpack_rt_fail(load_status(r), (int)r, "%s: first launch on device %d%s, which loads its code: ",
+                    name_of(k), (int)dev, sm);
+  append_launch_failure(d, r, c);
   append_memory_info(d, r, dev);
   return s;
 }
@@ -585,15 +677,16 @@ static kpack_status raise_smem_limit(const kpack_driver *d, const kpack_kernel *
 /* ---- Launch ------------------------------------------------------------------ */
 
 /*
- * Validates what kpack_launch can check without the driver.  Sets *empty
- * when the grid has no blocks, which is success with nothing to launch.
+ * Validates what kpack_launch can check without the driver; `api` (the
+ * entry point called) names a NULL kernel.  Sets *empty when the grid has
+ * no blocks, which is success with nothing to launch.
  */
-static kpack_status check_launch_args(const kpack_kernel *k, uint32_t grid_x, uint32_t grid_y,
-                                      uint32_t grid_z, uint32_t block_x, uint32_t block_y,
-                                      uint32_t block_z, int *empty) {
+static kpack_status check_launch_args(const char *api, const kpack_kernel *k, uint32_t grid_x,
+                                      uint32_t grid_y, uint32_t grid_z, uint32_t block_x,
+                                      uint32_t block_y, uint32_t block_z, int *empty) {
   *empty = 0;
   if (k == NULL) {
-    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0, "kpack_launch: the kernel is NULL");
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0, "%s: the kernel is NULL", api);
   }
   /* An empty problem (n == 0) is not an error; it launches nothing. */
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) {
@@ -611,6 +704,34 @@ static kpack_status check_launch_args(const kpack_kernel *k, uint32_t grid_x, ui
     return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
                          "%s: block dimensions must be nonzero, got %ux%ux%u", name_of(k), block_x,
                          block_y, block_z);
+  }
+  return KPACK_SUCCESS;
+}
+
+/*
+ * Validates kpack_launch_ex's attributes (kpack_internal.h): known flags
+ * only, and a cluster that is none (0x0x0) or at least 1 in every
+ * dimension.  After check_launch_args, so `k` is a descriptor of this ABI.
+ */
+static kpack_status check_launch_attrs(const kpack_kernel *k, uint32_t flags, uint32_t cluster_x,
+                                       uint32_t cluster_y, uint32_t cluster_z) {
+  if ((flags & ~KPACK_LAUNCH_KNOWN_FLAGS) != 0) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: kpack_launch_ex: flags 0x%x has unknown bits 0x%x (known: "
+                         "KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2)",
+                         name_of(k), flags, flags & ~KPACK_LAUNCH_KNOWN_FLAGS);
+  }
+  if (cluster_x == 0 && (cluster_y != 0 || cluster_z != 0)) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: kpack_launch_ex: cluster %ux%ux%u: cluster_x 0 means no cluster, "
+                         "so cluster_y and cluster_z must be 0 too",
+                         name_of(k), cluster_x, cluster_y, cluster_z);
+  }
+  if (cluster_x != 0 && (cluster_y == 0 || cluster_z == 0)) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: kpack_launch_ex: cluster %ux%ux%u: every cluster dimension must be "
+                         "at least 1",
+                         name_of(k), cluster_x, cluster_y, cluster_z);
   }
   return KPACK_SUCCESS;
 }
@@ -667,17 +788,40 @@ static kpack_status load_driver(const char *who, const kpack_driver **d, CUdevic
 }
 
 /*
- * See kpack_internal.h and the file comment.  The hot path is the straight
- * line through this function: every branch into a load_*, ensure_*, raise_*
- * or first_* helper is taken only on first use.
+ * The body of kpack_launch and kpack_launch_ex (see kpack_internal.h and
+ * the file comment): launches `c` (whose launch_ex is set here) of `k`;
+ * `api` is the entry point called, for messages.  The hot path is the
+ * straight line through this function: every branch into a load_*,
+ * ensure_*, raise_* or first_* helper is taken only on first use.
+ *
+ * Why it is written so: the hot path of kpack_launch must not pay for
+ * kpack_launch_ex.  This function is always inlined, so each entry point
+ * has its own copy, and in kpack_launch's the compiler knows from `c`'s
+ * constant attributes that has_attrs is 0 and launch_ex NULL, and drops
+ * every test of them.  `c` stays in registers only while no out-of-line
+ * function gets its address: once one does, GCC builds all of it in memory
+ * before the hot path's branch.  So the slow paths that read it
+ * (first_launch_on_device, fail_launch) are always inlined as well, as
+ * they were into kpack_launch when it had them to itself, and
+ * launch_now_ex takes a copy.  kpack_launch's hot path then compiles to
+ * the instructions it had before kpack_launch_ex (98 with GCC 12 -O3, no
+ * store of `c`).  kpack_launch_ex without attributes adds three predictable
+ * branches on has_attrs and launch_ex; with them, the attribute checks, one
+ * atomic load for cuLaunchKernelEx, and the CUlaunchConfig built on the
+ * stack.
  */
-kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t grid_x,
-                          uint32_t grid_y, uint32_t grid_z, uint32_t block_x, uint32_t block_y,
-                          uint32_t block_z, uint32_t smem_bytes, void **args) {
+static KPACK_RT_ALWAYS_INLINE kpack_status launch(const char *api, const kpack_kernel *k,
+                                                  launch_config c) {
+  const int has_attrs =
+      c.flags != 0 || c.cluster[0] != 0 || c.cluster[1] != 0 || c.cluster[2] != 0;
   int empty = 0;
-  kpack_status s =
-      check_launch_args(k, grid_x, grid_y, grid_z, block_x, block_y, block_z, &empty);
+  kpack_status s = check_launch_args(api, k, c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                                     c.block[1], c.block[2], &empty);
   if (s != KPACK_SUCCESS || empty) {
+    return s;
+  }
+  if (has_attrs && (s = check_launch_attrs(k, c.flags, c.cluster[0], c.cluster[1],
+                                           c.cluster[2])) != KPACK_SUCCESS) {
     return s;
   }
   const kpack_driver *d = kpack_rt_driver();
@@ -688,6 +832,13 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
     }
   } else if ((s = current_device(d, name_of(k), &dev)) != KPACK_SUCCESS) {
     return s;
+  }
+  /* Looked up on the first launch with attributes (driver.h), then one
+     atomic load; before the load, so that a driver that cannot make the
+     launch does not get the library loaded for it. */
+  kpack_pfn_launch_kernel_ex launch_ex = NULL;
+  if (has_attrs && (launch_ex = kpack_rt_launch_kernel_ex(d)) == NULL) {
+    return kpack_rt_fail_missing(KPACK_LAZY_LAUNCH_KERNEL_EX);
   }
   kpack_kernel_state *st = k->state;
   uintptr_t kernel = atomic_load_explicit(&st->kernel, memory_order_acquire);
@@ -700,18 +851,36 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t g
   }
   /* Before the first launch too: the limit is the kernel's, per device,
      whether or not its module is loaded in a context yet. */
-  if (smem_bytes > KPACK_DEFAULT_SMEM_LIMIT &&
-      smem_bytes > atomic_load_explicit(&st->smem_limit[dev], memory_order_acquire) &&
-      (s = raise_smem_limit(d, k, kernel, dev, smem_bytes)) != KPACK_SUCCESS) {
+  if (c.smem > KPACK_DEFAULT_SMEM_LIMIT &&
+      c.smem > atomic_load_explicit(&st->smem_limit[dev], memory_order_acquire) &&
+      (s = raise_smem_limit(d, k, kernel, dev, c.smem)) != KPACK_SUCCESS) {
     return s;
   }
-  const launch_config c = {{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, smem_bytes,
-                           (CUstream)stream, args};
+  c.launch_ex = launch_ex;
   if (!ready) {
     return first_launch_on_device(d, k, kernel, dev, &c);
   }
   CUresult r = launch_now(d, kernel, &c);
   return r == CUDA_SUCCESS ? KPACK_SUCCESS : fail_launch(d, k, r, &c);
+}
+
+/* See kpack_internal.h. */
+kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream, uint32_t grid_x,
+                          uint32_t grid_y, uint32_t grid_z, uint32_t block_x, uint32_t block_y,
+                          uint32_t block_z, uint32_t smem_bytes, void **args) {
+  const launch_config c = {{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, smem_bytes,
+                           (CUstream)stream, args, 0, {0, 0, 0}, NULL};
+  return launch("kpack_launch", k, c);
+}
+
+/* See kpack_internal.h. */
+kpack_status kpack_launch_ex(const kpack_kernel *k, kpack_stream stream, uint32_t grid_x,
+                             uint32_t grid_y, uint32_t grid_z, uint32_t block_x, uint32_t block_y,
+                             uint32_t block_z, uint32_t smem_bytes, void **args, uint32_t flags,
+                             uint32_t cluster_x, uint32_t cluster_y, uint32_t cluster_z) {
+  const launch_config c = {{grid_x, grid_y, grid_z}, {block_x, block_y, block_z}, smem_bytes,
+                           (CUstream)stream, args, flags, {cluster_x, cluster_y, cluster_z}, NULL};
+  return launch("kpack_launch_ex", k, c);
 }
 
 /* ---- Device attributes -------------------------------------------------------- */

@@ -98,3 +98,27 @@ TEST_CASE("generated names that collide are an error") {
         "k.yaml:1:9: error: generated name 'demo_k_configs' of specialization C=true of 'k' collides with "
         "kernel 'k'\n");
 }
+
+TEST_CASE("a cluster of fewer than 1 or more than 8 blocks is refused once per kernel") {
+  ScratchDir dir;
+  dir.Write("package.yaml", "package: demo\narchs: [sm_90]\nkernels: [k.yaml]\n");
+  auto load = [&](const std::string& cluster) {
+    dir.Write("k.yaml", "kernel: k\nsource: k.cuh\nentry: k\nconstexprs:\n"
+                        "  - {name: C, type: int, values: [1, 2, 4, 8]}\n"
+                        "params:\n  - {name: n, type: i64}\n"
+                        "launch:\n  grid: 1\n  block: 32\n  cluster: " + cluster + "\n");
+    dir.Write("k.cuh", "");
+    kpack::Diagnostics diag;
+    std::optional<kpack::Package> pkg = kpack::LoadPackage("package.yaml", {}, diag);
+    REQUIRE(pkg);
+    std::vector<kpack::Specialization> specs = kpack::Expand(*pkg, diag);
+    return diag.Text();
+  };
+  CHECK(load("[C, 1, 1]") == "");
+  CHECK(load("[C, 2]") ==
+        "k.yaml:11:3: error: specialization k_c8: the cluster is 8x2; every dimension must be at least 1 and the "
+        "cluster at most 8 blocks (the portable size)\n");
+  CHECK(load("[C - 1]") ==
+        "k.yaml:11:3: error: specialization k_c1: the cluster is 0; every dimension must be at least 1 and the "
+        "cluster at most 8 blocks (the portable size)\n");
+}

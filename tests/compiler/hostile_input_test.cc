@@ -131,7 +131,8 @@ TEST_CASE("text that would inject C into the header is refused or neutralized") 
   }
   k = kKernel;
   k.replace(k.find("entry: va"), 9, "entry: \"va(){}int evil;void f\"");
-  CHECK(MemoryErrors(k) == "k.yaml:3:8: error: entry 'va(){}int evil;void f' is not a valid C identifier\n");
+  CHECK(MemoryErrors(k) == "k.yaml:3:8: error: entry 'va(){}int evil;void f' is not a C++ name (identifiers joined by '::', as in "
+        "flashinfer::norm::RMSNormKernel)\n");
 
   // A doc string cannot end the comment it lands in.
   std::map<std::string, std::string> files = {

@@ -58,7 +58,7 @@ TEST_CASE("wrong type") {
         "k.yaml:6:44: error: a value of int constexpr 'BLOCK' must be an integer\n");
   CHECK(LoadErrors(Replace(kKernel, "entry: va", "entry: [va]")) == "k.yaml:3:8: error: entry must be a string\n");
   CHECK(LoadErrors(Replace(kKernel, "type: int", "type: integer")) ==
-        "k.yaml:6:25: error: unknown constexpr type 'integer' (expected int, bool or dtype)\n");
+        "k.yaml:6:25: error: unknown constexpr type 'integer' (expected int, bool, dtype or cpp)\n");
   CHECK(LoadErrors(Replace(kKernel, "type: i64", "type: long")) ==
         "k.yaml:11:21: error: unknown type 'long' (expected a dtype constexpr or one of: f32, f16, bf16, f64, "
         "i8, i16, i32, i64, u8, u16, u32, u64, bool)\n");

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The corpus: other projects' Triton kernels, packaged unchanged from their
+# The corpus: other projects' Triton and CUDA kernels, packaged unchanged from their
 # pinned wheels (requirements.txt, fetched by fetch.sh into the corpus
 # cache).  For each package it
 #   - proves the cached files are the wheel's, byte for byte (its RECORD);
 #   - builds the package of manifests this project wrote for its kernels
 #     (tests/corpus/<package>/package.yaml), with the wheel's directory on
-#     kpack's python path and nothing of it imported;
+#     kpack's python path and nothing of it imported, and a CUDA package's
+#     include directory in the wheel (INCLUDES) as kpack's -I;
 #   - builds each kernel it leaves out (tests/corpus/<package>/left_out/),
 #     which must fail, and prints kpack's first error as the reason;
 #   - prints `corpus <package> <version>: N of M kernels packaged unchanged`
@@ -15,15 +16,20 @@
 #
 # Without the cache it skips (77), except under CI=true, where .ci/setup has
 # fetched it and its absence is a failure.  KPACK_CORPUS_ARCHS (default
-# sm_90) chooses the archs: one keeps CI's build time down; the manifests
-# name every arch an engine ships.
+# sm_90) chooses the archs of the Triton packages: one keeps CI's build time
+# down; the manifests name every arch an engine ships.  The CUDA packages
+# build every arch their manifests name (ALL_ARCHS).
 set -uo pipefail
 kpack=$(realpath "$1") cuda_root=$2 python=$3
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${4:-${KPACK_CORPUS_CACHE:-$HOME/.cache/kpack/corpus}}
 archs=${KPACK_CORPUS_ARCHS:-sm_90}
-declare -A GOALS=([liger_kernel]=20 [fla_core]=19)
-declare -A MANIFESTS=([liger_kernel]=liger [fla_core]=fla)
+declare -A GOALS=([liger_kernel]=20 [fla_core]=19 [flashinfer_python]=5)
+declare -A MANIFESTS=([liger_kernel]=liger [fla_core]=fla [flashinfer_python]=flashinfer)
+# Include roots (kpack's -I), relative to the cache: CCCL 3.1 first, whose
+# libcu++ FlashInfer's pos_enc.cuh needs, then FlashInfer's headers.
+declare -A INCLUDES=([flashinfer_python]="nvidia_cuda_cccl-13.1.115/nvidia/cu13/include/cccl flashinfer_python-0.7.2.post1/flashinfer/data/include")
+declare -A ALL_ARCHS=([flashinfer_python]=1)
 
 if [ ! -d "$cache" ]; then
   if [ "${CI:-}" = true ]; then echo "FAILED: no corpus cache at $cache (.ci/setup fetches it)"; exit 1; fi
@@ -34,40 +40,30 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 
-# Every file of an unpacked wheel against the sha256 in its RECORD.
+# Every file of an unpacked wheel (whole, or the members fetch.sh extracted)
+# against the sha256 in its RECORD.
 verify_unchanged() {  # verify_unchanged DIR
-  "$python" - "$1" <<'PY'
-import base64, csv, glob, hashlib, os, sys
-root = sys.argv[1]
-records = glob.glob(os.path.join(root, "*.dist-info", "RECORD"))
-assert len(records) == 1, "no single RECORD in " + root
-checked = 0
-with open(records[0], newline="") as f:
-    for path, digest, _ in csv.reader(f):
-        if not digest:
-            continue
-        algorithm, _, expected = digest.partition("=")
-        with open(os.path.join(root, path), "rb") as g:
-            got = base64.urlsafe_b64encode(hashlib.new(algorithm, g.read()).digest()).rstrip(b"=").decode()
-        if got != expected:
-            sys.exit("%s differs from the wheel" % path)
-        checked += 1
-print("%d files as in the wheel" % checked)
-PY
+  "$python" "$here/verify_record.py" "$1"
 }
 
 for dir in "$cache"/*-*; do
   [ -d "$dir" ] || continue
   base=$(basename "$dir") name=${base%-*} version=${base##*-}
   manifests=${MANIFESTS[$name]:-}
-  [ -n "$manifests" ] || continue
+  if [ -z "$manifests" ]; then  # headers another package includes: only checked
+    verify_unchanged "$dir" > /dev/null || { echo "FAILED: $dir is not its wheel's"; status=1; }
+    continue
+  fi
   echo "== $name $version ($dir)"
   if ! verify_unchanged "$dir"; then status=1; continue; fi
   package=$here/$manifests/package.yaml
   out=$work/$manifests
+  extra=()
+  for include in ${INCLUDES[$name]:-}; do extra+=(-I "$cache/$include"); done
+  [ -n "${ALL_ARCHS[$name]:-}" ] || extra+=(--archs "$archs")
   if "$kpack" build "$package" --header "$out/k.h" --launcher "$out/k.c" --asm "$out/k.S" --work-dir "$out/work" \
        --inventory "$out/k.json" --root "$here" --python-path "$dir" --cuda-root "$cuda_root" --python "$python" \
-       --archs "$archs" --quiet -v > "$work/$manifests.log" 2>&1; then
+       "${extra[@]}" --quiet -v > "$work/$manifests.log" 2>&1; then
     grep '^kpack: .* units' "$work/$manifests.log"
     # The generated launchers must compile: a consumer builds them.
     if ! cc -c -std=c11 -Wall -Werror -I "$out" -I "$here/../../runtime" -I "$cuda_root/include" "$out/k.c" \
@@ -106,7 +102,7 @@ for dir in "$cache"/*-*; do
     fi
   done
   total=$((packaged + left))
-  echo "corpus $name $version: $packaged of $total kernels packaged unchanged"
+  echo "corpus ${name//_/-} $version: $packaged of $total kernels packaged unchanged"
   for r in "${reasons[@]}"; do echo "$r"; done
   if [ "$packaged" -lt "${GOALS[$name]}" ]; then
     echo "FAILED: the goal is ${GOALS[$name]} of $name's kernels"

@@ -7,8 +7,8 @@
  * API of CUDA 12, to stand in for a driver that is too old; and (with
  * FAKE_CUDA_LEAN_DRIVER) libfakecuda_lean.so with only the entry points the
  * runtime resolves when it loads the driver (no cuInit, cuGetErrorName,
- * cuDeviceGetAttribute, cuMemGetInfo_v2, cuLibraryUnload or
- * cuKernelSetAttribute), to show which
+ * cuDeviceGetAttribute, cuMemGetInfo_v2, cuLibraryUnload,
+ * cuKernelSetAttribute or cuLaunchKernelEx), to show which
  * those are and what the runtime does when it finds one of the others
  * missing on first use.
  *
@@ -16,8 +16,9 @@
  * the runtime:
  *   - counters and settings are relaxed atomics, which create no
  *     happens-before edges between threads;
- *   - cuCtxGetDevice takes no lock, and cuLaunchKernel only to load a
- *     module into a context (the driver's lazy loading);
+ *   - cuCtxGetDevice takes no lock, and cuLaunchKernel (and
+ *     cuLaunchKernelEx) only to load a module into a context (the driver's
+ *     lazy loading);
  *   - cuLaunchKernel reads the plain fields that cuLibraryGetKernel,
  *     cuKernelGetFunction, cuKernelSetAttribute and a launch's lazy module
  *     load wrote (under g_lock) without a lock, so a launch that the runtime
@@ -54,6 +55,7 @@ enum {
   FN_KERNEL_GET_FUNCTION,
   FN_KERNEL_SET_ATTRIBUTE,
   FN_LAUNCH_KERNEL,
+  FN_LAUNCH_KERNEL_EX,
   FN_LAZY_MODULE_LOAD,
   FN_COUNT
 };
@@ -70,6 +72,7 @@ static const char *const k_fn_names[FN_COUNT] = {
     "cuKernelGetFunction",
     "cuKernelSetAttribute",
     "cuLaunchKernel",
+    "cuLaunchKernelEx",
     "lazy_module_load",
 };
 
@@ -228,6 +231,8 @@ EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
       {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
       {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND"},
       {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
+      {CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"},
+      {CUDA_ERROR_INVALID_CLUSTER_SIZE, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
       {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
@@ -697,10 +702,22 @@ static CUresult check_launch_config(const fake_kernel *k, int dev, const unsigne
   return CUDA_SUCCESS;
 }
 
+/* What a launch passed besides the plain cuLaunchKernel arguments: the
+   attributes of a cuLaunchKernelEx (all 0 for cuLaunchKernel). */
+typedef struct launch_attrs {
+  int via_ex;
+  unsigned pdl;
+  unsigned cooperative;
+  unsigned cluster[3];
+  int num_attrs;
+  int invalid; /* a config the fake refuses (see cuLaunchKernelEx) */
+} launch_attrs;
+
 /* Records a successful launch as the calling thread's last one. */
 static void record_launch(const void *f, int was_kernel, const fake_kernel *k, int dev,
                           const unsigned grid[3], const unsigned block[3], unsigned smem,
-                          const void *stream, void **params, void **extra) {
+                          const void *stream, void **params, void **extra,
+                          const launch_attrs *attrs) {
   fake_cuda_launch *l = &tl_last_launch;
   memset(l, 0, sizeof *l);
   l->function = f;
@@ -717,24 +734,36 @@ static void record_launch(const void *f, int was_kernel, const fake_kernel *k, i
     l->param_values[i] = params[i];
   }
   l->extra = extra;
+  l->via_ex = attrs->via_ex;
+  l->pdl = attrs->pdl;
+  l->cooperative = attrs->cooperative;
+  memcpy(l->cluster, attrs->cluster, sizeof l->cluster);
+  l->num_attrs = attrs->num_attrs;
   tl_has_launch = 1;
   if (tl_launch_hook != NULL) {
     tl_launch_hook(l);
   }
 }
 
-/* Validates the launch as the driver would (context, stream, handle,
-   dimensions, shared-memory limit, parameters) and records it. */
-EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                       unsigned int gridDimZ, unsigned int blockDimX,
-                                       unsigned int blockDimY, unsigned int blockDimZ,
-                                       unsigned int sharedMemBytes, CUstream hStream,
-                                       void **kernelParams, void **extra) {
+/*
+ * What cuLaunchKernel and cuLaunchKernelEx share once each has read its
+ * arguments (counted as `fn`, whose injected failure comes first): validates
+ * the launch as the driver would (context, stream, handle, dimensions,
+ * shared-memory limit, parameters, and a cluster that divides the grid),
+ * loads the module into the context if this is the first launch there, and
+ * records the launch.
+ */
+static CUresult launch(int fn, CUfunction f, const unsigned grid[3], const unsigned block[3],
+                       unsigned smem, CUstream hStream, void **kernelParams, void **extra,
+                       const launch_attrs *attrs) {
   int dev = current_device();
-  count_call(FN_LAUNCH_KERNEL, dev);
-  CUresult r = take_failure(FN_LAUNCH_KERNEL);
+  count_call(fn, dev);
+  CUresult r = take_failure(fn);
   if (r != CUDA_SUCCESS) {
     return r;
+  }
+  if (attrs->invalid) {
+    return CUDA_ERROR_INVALID_VALUE;
   }
   if (dev < 0 || dev >= FAKE_CUDA_MAX_DEVICES) { /* also keeps the arrays in bounds */
     return CUDA_ERROR_INVALID_CONTEXT;
@@ -747,11 +776,16 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
   if (k == NULL) {
     return CUDA_ERROR_INVALID_HANDLE;
   }
-  const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
-  const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
-  r = check_launch_config(k, dev, grid, block, sharedMemBytes);
+  r = check_launch_config(k, dev, grid, block, smem);
   if (r != CUDA_SUCCESS) {
     return r;
+  }
+  /* A cluster must tile the grid: the driver (an H100's, 2026-11-25)
+     refuses a misfit with CUDA_ERROR_INVALID_CLUSTER_SIZE. */
+  for (int i = 0; i < 3 && attrs->cluster[0] != 0; ++i) {
+    if (attrs->cluster[i] == 0 || grid[i] % attrs->cluster[i] != 0) {
+      return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    }
   }
   if (k->num_params > 0 && kernelParams == NULL) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -774,9 +808,69 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
       return r;
     }
   }
-  record_launch(f, was_kernel, k, dev, grid, block, sharedMemBytes, hStream, kernelParams, extra);
+  record_launch(f, was_kernel, k, dev, grid, block, smem, hStream, kernelParams, extra, attrs);
   return CUDA_SUCCESS;
 }
+
+/* Validates the launch as the driver would (context, stream, handle,
+   dimensions, shared-memory limit, parameters) and records it. */
+EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                       unsigned int gridDimZ, unsigned int blockDimX,
+                                       unsigned int blockDimY, unsigned int blockDimZ,
+                                       unsigned int sharedMemBytes, CUstream hStream,
+                                       void **kernelParams, void **extra) {
+  const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
+  const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  const launch_attrs none = {0, 0, 0, {0, 0, 0}, 0, 0};
+  return launch(FN_LAUNCH_KERNEL, f, grid, block, sharedMemBytes, hStream, kernelParams, extra,
+                &none);
+}
+
+#ifndef FAKE_CUDA_LEAN_DRIVER
+/*
+ * cuLaunchKernel with a CUlaunchConfig: the same checks, lazy module load
+ * and record, plus the attributes, which the record carries
+ * (fake_cuda_launch: via_ex, pdl, cooperative, cluster, num_attrs).  Knows
+ * the three attributes kpack sets (PROGRAMMATIC_STREAM_SERIALIZATION,
+ * COOPERATIVE, CLUSTER_DIMENSION); any other, a NULL config, or attributes
+ * counted but not passed is a runtime bug, refused with
+ * CUDA_ERROR_INVALID_VALUE (after an injected failure, like every check).
+ * A cluster that does not divide the grid is CUDA_ERROR_INVALID_CLUSTER_SIZE;
+ * what a cluster or a cooperative launch needs of the device (sm_90,
+ * co-resident blocks) is not modelled.  Counted (and fail_next'd) as
+ * "cuLaunchKernelEx", not as "cuLaunchKernel".
+ */
+EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                         void **kernelParams, void **extra) {
+  static const CUlaunchConfig k_no_config; /* stands in for a NULL config */
+  const CUlaunchConfig *c = config != NULL ? config : &k_no_config;
+  launch_attrs attrs = {1, 0, 0, {0, 0, 0}, (int)c->numAttrs, config == NULL};
+  attrs.invalid |= c->numAttrs > 0 && c->attrs == NULL;
+  for (unsigned i = 0; i < c->numAttrs && !attrs.invalid; ++i) {
+    const CUlaunchAttribute *a = &c->attrs[i];
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+      attrs.pdl = (unsigned)a->value.programmaticStreamSerializationAllowed;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      attrs.cooperative = (unsigned)a->value.cooperative;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      attrs.cluster[0] = a->value.clusterDim.x;
+      attrs.cluster[1] = a->value.clusterDim.y;
+      attrs.cluster[2] = a->value.clusterDim.z;
+      break;
+    default: /* an attribute kpack never sets */
+      attrs.invalid = 1;
+      break;
+    }
+  }
+  const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+  const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+  return launch(FN_LAUNCH_KERNEL_EX, f, grid, block, c->sharedMemBytes, c->hStream, kernelParams,
+                extra, &attrs);
+}
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 #endif /* FAKE_CUDA_OLD_DRIVER */
 

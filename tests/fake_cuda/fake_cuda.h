@@ -23,9 +23,15 @@
  * rules; PTX is JIT-compiled), the fake fails as the driver does, with
  * CUDA_ERROR_NO_BINARY_FOR_GPU: in cuLibraryGetKernel when that device is
  * current (what an H200 did), and when the module is loaded into that
- * device's context (cuKernelGetFunction, or the first cuLaunchKernel there:
- * lazy_module_load).  An image without such items, and a real fatbin, has
- * code for every device.
+ * device's context (cuKernelGetFunction, or the first cuLaunchKernel or
+ * cuLaunchKernelEx there: lazy_module_load).  An image without such items,
+ * and a real fatbin, has code for every device.
+ *
+ * cuLaunchKernelEx is cuLaunchKernel with a CUlaunchConfig: the same checks
+ * and lazy loading, and the same record (fake_cuda_launch), which also
+ * holds the attributes it got.  The lean build (libfakecuda_lean.so) lacks
+ * it, like the other entry points the runtime looks up on first use, and
+ * stands in for a driver without it.
  *
  * CUDA is initialized by cuInit or, standing in for an application that
  * initialized it before its first kpack launch (cudaSetDevice), by
@@ -61,7 +67,7 @@ extern "C" {
    uses the default device again. */
 #define FAKE_CUDA_FOLLOW_DEFAULT (-2)
 
-/* What cuLaunchKernel received, recorded per thread. */
+/* What cuLaunchKernel or cuLaunchKernelEx received, recorded per thread. */
 typedef struct fake_cuda_launch {
   const void *function;   /* the handle passed as CUfunction */
   int was_kernel;         /* 1: a CUkernel from cuLibraryGetKernel; 0: a CUfunction */
@@ -75,6 +81,13 @@ typedef struct fake_cuda_launch {
   int num_params;         /* from the fatbin's entry list */
   void *param_values[FAKE_CUDA_MAX_PARAMS]; /* params[0..num_params) */
   void **extra;
+  /* cuLaunchKernelEx only (0 for cuLaunchKernel): its CUlaunchConfig's
+     grid, block, shared memory and stream are recorded above. */
+  int via_ex;             /* 1: launched with cuLaunchKernelEx */
+  unsigned pdl;           /* PROGRAMMATIC_STREAM_SERIALIZATION's value; 0 if absent */
+  unsigned cooperative;   /* COOPERATIVE's value; 0 if absent */
+  unsigned cluster[3];    /* CLUSTER_DIMENSION's x, y, z; 0 if absent */
+  int num_attrs;          /* the config's numAttrs */
 } fake_cuda_launch;
 
 /* The control functions, as resolved by fake_cuda_bind(). */
@@ -93,7 +106,8 @@ typedef struct fake_cuda_api {
   void (*set_current_device)(int device);
   /* The current device of threads that set none; -1: no context. */
   void (*set_default_device)(int device);
-  /* The next call of `function` (e.g. "cuLibraryLoadData") returns
+  /* The next call of `function` (e.g. "cuLibraryLoadData";
+     "cuLaunchKernel" and "cuLaunchKernelEx" are separate) returns
      `cu_result` without doing anything.  Returns 0, or -1 for an unknown
      function name. */
   int (*fail_next)(const char *function, int cu_result);
@@ -111,7 +125,7 @@ typedef struct fake_cuda_api {
   unsigned long long (*count)(const char *function);
   /* As count(), for calls made on (or, for cuKernelSetAttribute, naming)
      `device`.  Counted for cuKernelGetFunction, cuKernelSetAttribute,
-     cuLaunchKernel and lazy_module_load. */
+     cuLaunchKernel, cuLaunchKernelEx and lazy_module_load. */
   unsigned long long (*count_on_device)(const char *function, int device);
   /* Libraries loaded and not unloaded. */
   int (*live_libraries)(void);
@@ -131,9 +145,9 @@ typedef struct fake_cuda_api {
      an application's own cudaSetDevice() would have left it. */
   void (*set_initialized)(int initialized);
   /* Calls `hook` (NULL: none) with each successful launch of the calling
-     thread, inside cuLaunchKernel, while the launch's parameter values are
-     still alive (after the call they are the caller's dead stack).  Reset
-     clears it on the calling thread. */
+     thread, inside cuLaunchKernel or cuLaunchKernelEx, while the launch's
+     parameter values are still alive (after the call they are the caller's
+     dead stack).  Reset clears it on the calling thread. */
   void (*set_launch_hook)(void (*hook)(const fake_cuda_launch *launch));
   /* Whether the last successful cuLibraryLoadData passed
      CU_LIBRARY_BINARY_IS_PRESERVED (the image is read in place). */

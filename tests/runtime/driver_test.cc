@@ -16,6 +16,9 @@
 
 using kpack_test::detail;
 using kpack_test::FakeDriver;
+using kpack_test::lean_path;
+using kpack_test::too_old;
+using kpack_test::use_lean;
 
 namespace {
 
@@ -26,33 +29,6 @@ kpack_status launch_vector_add() {
   static void *px = &x, *py = &y, *pout = &out;
   static void *args[] = {&px, &py, &pout, &n};
   return fx_launch(FX_VECTOR_ADD, nullptr, 1, 1, 1, 256, 1, 1, 0, args);
-}
-
-// Path of libfakecuda_lean.so: only the entry points the runtime resolves
-// when it loads the driver.
-const std::string &lean_path() {
-  static const std::string path = kpack_test::env_path("FAKE_CUDA_LEAN_PATH");
-  return path;
-}
-
-// What the runtime says of a driver at `path` that lacks `symbol`.
-std::string too_old(const std::string &path, const char *symbol) {
-  return path + " has no " + symbol +
-         ": the NVIDIA driver is too old; kpack needs a driver for CUDA 12.0 or newer";
-}
-
-// Makes the lean fake, reset, the runtime's next driver and returns its
-// controls.  `initialized`: CUDA is initialized and device 0 current, as
-// after the application's cudaSetDevice(0).  Call after FakeDriver's
-// construction (which unloads the runtime); its destruction unloads again.
-const fake_cuda_api &use_lean(bool initialized) {
-  REQUIRE_FALSE(lean_path().empty()); // FAKE_CUDA_LEAN_PATH must be set
-  const fake_cuda_api *lean = kpack_test::fake_api_at(lean_path());
-  REQUIRE(lean != nullptr);
-  lean->reset();
-  lean->set_initialized(initialized ? 1 : 0);
-  fx_set_driver_path(lean_path().c_str());
-  return *lean;
 }
 
 // The message of a launch from a thread without a current context.

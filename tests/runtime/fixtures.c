@@ -19,6 +19,8 @@ _Static_assert(FX_DEVICE_ATTR_SM == KPACK_DEVICE_ATTR_SM, "device attribute");
 _Static_assert(FX_DEVICE_ATTR_MAX_SHARED_MEM == KPACK_DEVICE_ATTR_MAX_SHARED_MEM, "device attribute");
 _Static_assert(FX_DEVICE_ATTR_L2_BYTES == KPACK_DEVICE_ATTR_L2_BYTES, "device attribute");
 _Static_assert(FX_DEVICE_ATTR_COUNT == KPACK_DEVICE_ATTR_COUNT, "device attribute");
+_Static_assert(FX_LAUNCH_PDL == KPACK_LAUNCH_PDL, "launch flag");
+_Static_assert(FX_LAUNCH_COOPERATIVE == KPACK_LAUNCH_COOPERATIVE, "launch flag");
 
 /* Fake fatbins: the magic, then "<entry>:<parameter count>" items and the
    archs the image has code for, which the fake driver checks devices
@@ -88,6 +90,18 @@ kpack_status fx_launch(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t 
 
 kpack_status fx_launch_null(void) {
   return kpack_launch(NULL, NULL, 1, 1, 1, 1, 1, 1, 0, NULL);
+}
+
+kpack_status fx_launch_ex(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t grid_y,
+                          uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z,
+                          uint32_t smem_bytes, void **args, uint32_t flags, uint32_t cluster_x,
+                          uint32_t cluster_y, uint32_t cluster_z) {
+  return kpack_launch_ex(&kernels[id], stream, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                         smem_bytes, args, flags, cluster_x, cluster_y, cluster_z);
+}
+
+kpack_status fx_launch_ex_null(void) {
+  return kpack_launch_ex(NULL, NULL, 1, 1, 1, 1, 1, 1, 0, NULL, KPACK_LAUNCH_PDL, 0, 0, 0);
 }
 
 kpack_status fx_describe(fx_id id, kpack_spec_info *info) {

@@ -43,6 +43,18 @@ kpack_status fx_launch(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t 
 /* kpack_launch with a NULL kernel. */
 kpack_status fx_launch_null(void);
 
+/* The KPACK_LAUNCH_* flags (fixtures.c checks that they agree), and
+   kpack_launch_ex of fixture `id`. */
+#define FX_LAUNCH_PDL 0x1u
+#define FX_LAUNCH_COOPERATIVE 0x2u
+kpack_status fx_launch_ex(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t grid_y,
+                          uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z,
+                          uint32_t smem_bytes, void **args, uint32_t flags, uint32_t cluster_x,
+                          uint32_t cluster_y, uint32_t cluster_z);
+
+/* kpack_launch_ex with a NULL kernel and PDL. */
+kpack_status fx_launch_ex_null(void);
+
 /* kpack_describe of fixture `id`, or with a NULL info when `info` is NULL. */
 kpack_status fx_describe(fx_id id, kpack_spec_info *info);
 

@@ -9,13 +9,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <latch>
 #include <string>
 #include <thread>
 #include <vector>
 
 using kpack_test::detail;
 using kpack_test::FakeDriver;
+using kpack_test::race;
 
 namespace {
 
@@ -48,27 +48,10 @@ unsigned long long all_calls(const FakeDriver &fake) {
   for (const char *fn : {"cuInit", "cuGetErrorName", "cuCtxGetDevice", "cuDeviceGetAttribute",
                          "cuMemGetInfo_v2", "cuLibraryLoadData", "cuLibraryGetKernel",
                          "cuLibraryUnload", "cuKernelGetFunction", "cuKernelSetAttribute",
-                         "cuLaunchKernel"}) {
+                         "cuLaunchKernel", "cuLaunchKernelEx"}) {
     sum += fake.count(fn);
   }
   return sum;
-}
-
-// Runs `body(thread_index)` on `count` threads released together.
-template <typename Body>
-void race(int count, Body body) {
-  std::latch start(count);
-  std::vector<std::thread> threads;
-  threads.reserve(count);
-  for (int t = 0; t < count; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      body(t);
-    });
-  }
-  for (std::thread &thread : threads) {
-    thread.join();
-  }
 }
 
 } // namespace
@@ -109,6 +92,9 @@ TEST_CASE("the first launch loads the fatbin and launches its CUkernel with the 
     CHECK(l.param_values[i] == args.slots[i]);
   }
   CHECK(l.extra == nullptr);
+  CHECK(l.via_ex == 0); // plain cuLaunchKernel (launch_ex_test.cc has cuLaunchKernelEx)
+  CHECK(l.num_attrs == 0);
+  CHECK(fake.count("cuLaunchKernelEx") == 0);
 }
 
 TEST_CASE("a driver that refuses CU_LIBRARY_BINARY_IS_PRESERVED gets the plain load",

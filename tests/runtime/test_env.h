@@ -1,7 +1,8 @@
 /*
  * test_env.h - shared set-up for the runtime tests: the fake driver's
- * control interface, and FakeDriver, which gives each test a freshly reset
- * fake and an unloaded runtime pointed at it.
+ * control interface, FakeDriver, which gives each test a freshly reset
+ * fake and an unloaded runtime pointed at it, and use_lean(), which swaps
+ * in the lean fake.
  *
  * meson passes the fake's paths in the environment: FAKE_CUDA_PATH
  * (libfakecuda.so), FAKE_CUDA_OLD_PATH (libfakecuda_old.so, a "driver"
@@ -19,9 +20,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace kpack_test {
 
@@ -97,6 +101,54 @@ class FakeDriver {
 
 /* The calling thread's last error detail, as a std::string. */
 inline std::string detail() { return kpack_last_error_detail(); }
+
+/* Runs `body(thread_index)` on `count` threads released together.  Catch2
+   is not thread-safe: bodies record what they saw, and the test checks it
+   after race() returns. */
+template <typename Body>
+void race(int count, Body body) {
+  std::latch start(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (int t = 0; t < count; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      body(t);
+    });
+  }
+  for (std::thread &thread : threads) {
+    thread.join();
+  }
+}
+
+/* Path of libfakecuda_lean.so: only the entry points the runtime resolves
+   when it loads the driver. */
+inline const std::string &lean_path() {
+  static const std::string path = env_path("FAKE_CUDA_LEAN_PATH");
+  return path;
+}
+
+/* What the runtime says of a driver at `path` that lacks `symbol`. */
+inline std::string too_old(const std::string &path, const char *symbol) {
+  return path + " has no " + symbol +
+         ": the NVIDIA driver is too old; kpack needs a driver for CUDA 12.0 or newer";
+}
+
+/*
+ * Makes the lean fake, reset, the runtime's next driver and returns its
+ * controls.  `initialized`: CUDA is initialized and device 0 current, as
+ * after the application's cudaSetDevice(0).  Call after FakeDriver's
+ * construction (which unloads the runtime); its destruction unloads again.
+ */
+inline const fake_cuda_api &use_lean(bool initialized) {
+  REQUIRE_FALSE(lean_path().empty()); // FAKE_CUDA_LEAN_PATH must be set
+  const fake_cuda_api *lean = fake_api_at(lean_path());
+  REQUIRE(lean != nullptr);
+  lean->reset();
+  lean->set_initialized(initialized ? 1 : 0);
+  fx_set_driver_path(lean_path().c_str());
+  return *lean;
+}
 
 } // namespace kpack_test
 

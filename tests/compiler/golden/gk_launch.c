@@ -33,7 +33,7 @@ static inline int64_t kpack_mod_(int64_t a, int64_t b, int *bad) {
 }
 static inline int64_t kpack_cdiv_(int64_t a, int64_t b, int *bad) {
   int64_t q = kpack_div_(a, b, bad);
-  return (b != 0 && a % b != 0 && ((a > 0) == (b > 0))) ? q + 1 : q;
+  return (b != 0 && b != -1 && a % b != 0 && ((a > 0) == (b > 0))) ? q + 1 : q;
 }
 static inline int64_t kpack_min_(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t kpack_max_(int64_t a, int64_t b) { return a > b ? a : b; }
