@@ -129,7 +129,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     }
     for (const std::string& dir : o.include_dirs) {
       std::error_code ec;
-      if (!fs::is_directory(dir, ec)) diag.Error("include directory '" + dir + "' (-I) not found");
+      if (!fs::exists(dir, ec)) diag.Error("include directory '" + dir + "' (-I) not found");
+      else if (!fs::is_directory(dir, ec)) diag.Error("include directory '" + dir + "' (-I) is not a directory");
       else if (char c = ShellMetacharacter(dir))
         diag.Error("include directory '" + dir + "' (-I) contains " + Quoted(c) +
                    "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");

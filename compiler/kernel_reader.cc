@@ -224,7 +224,7 @@ void KernelReader::ReadSource(const YAML::Node& v) {
   if (!s) return;
   k_.source_text = *s;
   k_.source_loc = r_.Loc(v);
-  if (s->size() > 2 && s->front() == '<' && s->back() == '>') {
+  if (s->size() >= 2 && s->front() == '<' && s->back() == '>') {
     ResolveIncludedSource(r_, v, *s, k_);
     return;
   }

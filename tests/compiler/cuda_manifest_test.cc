@@ -149,6 +149,8 @@ TEST_CASE("source: <...> forms kpack refuses") {
         "k.yaml:2:9: error: source '<lib/../../x.cuh>" + message);
   CHECK(Errors(Replace(kKernel, "source: va.cuh", "source: </abs.cuh>"), {{"inc/x", ""}}, {"inc"}) ==
         "k.yaml:2:9: error: source '</abs.cuh>" + message);
+  CHECK(Errors(Replace(kKernel, "source: va.cuh", "source: \"<>\""), {{"inc/x", ""}}, {"inc"}) ==
+        "k.yaml:2:9: error: source '<>" + message);
   CHECK(Errors(Replace(kKernel, "source: va.cuh", "source: \"<lib/$(x).cuh>\""), {{"inc/x", ""}}, {"inc"}) ==
         "k.yaml:2:9: error: source path 'lib/$(x).cuh' contains '$'; nvcc passes include paths through a shell, "
         "so kpack refuses shell metacharacters\n");

@@ -341,6 +341,13 @@ if [ $rc -eq 1 ] && [ "$(cat log)" = "error: include directory '/nonexistent' (-
 else
   fail "-I /nonexistent (rc=$rc)"
 fi
+build inc -I "$vendor/lib/detail.cuh"; rc=$?
+if [ $rc -eq 1 ] && [ "$(cat log)" = "error: include directory '$vendor/lib/detail.cuh' (-I) is not a directory" ] &&
+   nothing_written inc; then
+  pass "-I a file: one error, exit 1, nothing written"
+else
+  fail "-I a file (rc=$rc): $(cat log)"
+fi
 mkdir 'semi;colon'
 build inc -I "$vendor" -I 'semi;colon'; rc=$?
 if [ $rc -eq 1 ] && [ "$(cat log)" = "error: include directory 'semi;colon' (-I) contains ';'; nvcc passes include paths through a shell, so kpack refuses shell metacharacters" ] &&
