@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "auto_dispatcher_gen.h"
 #include "codegen_text.h"
 #include "plan.h"
 #include "version.h"
@@ -28,8 +29,19 @@ std::string LaunchSummary(const Kernel& k) {
   if (k.language == Language::kTriton)
     return "grid (" + Join(grid, ", ") + "), 32 x num_warps threads, dynamic shared memory as Triton computed it";
   for (const Expr& e : k.launch.block) block.push_back(FormatExpr(e));
-  return "grid (" + Join(grid, ", ") + "), block (" + Join(block, ", ") + "), dynamic shared memory " +
-         FormatExpr(k.launch.shared_mem) + " bytes";
+  std::string out = "grid (" + Join(grid, ", ") + "), block (" + Join(block, ", ") + "), dynamic shared memory " +
+                    FormatExpr(k.launch.shared_mem) + " bytes";
+  // What the caller must know of the launch attributes: a cluster divides
+  // the grid, a cooperative grid must fit on the device at once.
+  if (!k.launch.cluster.empty()) {
+    std::vector<std::string> dims;
+    for (const Expr& e : k.launch.cluster) dims.push_back(FormatExpr(e));
+    out += ", clusters of (" + Join(dims, ", ") + ") blocks (the grid must be a multiple)";
+  }
+  if (k.launch.cooperative) out += ", a cooperative launch (every block resident at once)";
+  if (k.launch.pdl == Pdl::kOn) out += ", programmatic dependent launch (PDL)";
+  if (k.launch.pdl == Pdl::kPerCall) out += ", PDL as each call's `pdl` says";
+  return out;
 }
 
 // "T=f16, BLOCK=256": the values of the constexprs callers choose.
@@ -97,6 +109,7 @@ class HeaderWriter {
     out_ += "extern const " + base + "_config " + base + "_configs[" + Upper(base) + "_NUM_CONFIGS];\n\n";
 
     WriteDispatcherDecl(k, base, mine);
+    out_ += AutoDispatcherDecl(pkg_, k);
     for (const Specialization* s : mine) WriteTypedDecl(*s);
   }
 

@@ -119,6 +119,14 @@ void CheckCudaEntry(FileReader& r, Kernel& k) {
       r.diag().Error(k.launch.cooperative_loc, "cooperative applies to CUDA kernels only");
     return;
   }
+  // Clusters exist from sm_90 on: a launch on an older arch would fail in
+  // the driver every time.
+  if (k.launch.cluster_loc.line > 0)
+    for (const Arch& a : k.archs)
+      if (a.number < 90) {
+        r.diag().Error(k.launch.cluster_loc, "cluster needs sm_90 or newer, but the kernel is built for " + a.Name());
+        break;
+      }
   // In-memory manifests (tests, the fuzzer) have no sources to scan.
   if (r.options().files || k.source_path.empty()) return;
   EntryScan scan = ScanCudaEntry(k.source_path, k.entry, k.include_dirs);

@@ -121,6 +121,7 @@ void CheckCollisions(const Package& pkg, const std::vector<Specialization>& spec
     claim(pkg.prefix + "_" + k.name, owner, k.loc);
     claim(pkg.prefix + "_" + k.name + "_config", owner, k.loc);
     claim(pkg.prefix + "_" + k.name + "_configs", owner, k.loc);
+    if (k.HasAuto()) claim(pkg.prefix + "_" + k.name + "_auto", owner + " (its auto dispatcher)", k.loc);
   }
   for (const Specialization& s : specs)
     if (s.api) claim(s.launcher, "specialization " + s.Describe() + " of '" + s.kernel->name + "'", s.kernel->loc);

@@ -134,6 +134,14 @@ std::string GenerateInventory(const InventoryInput& in) {
     for (const Constexpr& c : k.constexprs)
       if (c.Computed()) computed[c.name] = FormatExpr(*c.rule);
     if (!computed.empty()) o["computed"] = std::move(computed);
+    // The C entry points besides the typed launchers (each specialization's
+    // "launcher"): the dispatcher, and the auto dispatcher with its rules.
+    o["dispatcher"] = pkg.prefix + "_" + k.name;
+    json::Object rules;
+    for (const Constexpr& c : k.constexprs)
+      if (c.Auto()) rules[c.name] = FormatExpr(*c.auto_rule);
+    if (!rules.empty())
+      o["auto"] = json::Object{{"dispatcher", pkg.prefix + "_" + k.name + "_auto"}, {"rules", std::move(rules)}};
     if (!k.triton.autotune_key.empty()) o["autotune_key"] = JsonStrings(k.triton.autotune_key);
     kernels.push_back(std::move(o));
   }

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "auto_rules.h"
 #include "cuda_reader.h"
 #include "debug_guard.h"
 #include "flag_policy.h"
@@ -273,7 +274,8 @@ void KernelReader::ReadConstexprs(const YAML::Node& v) {
     return;
   }
   for (const YAML::Node& item : v) {
-    if (!r_.CheckMap(item, "a constexpr", {"name", "type", "values", "tag", "rule"}, {"name", "type"})) continue;
+    if (!r_.CheckMap(item, "a constexpr", {"name", "type", "values", "tag", "rule", "auto"}, {"name", "type"}))
+      continue;
     Constexpr c;
     c.loc = r_.Loc(item);
     YAML::Node name = FileReader::Get(item, "name");
@@ -281,6 +283,7 @@ void KernelReader::ReadConstexprs(const YAML::Node& v) {
     YAML::Node values = FileReader::Get(item, "values");
     YAML::Node tag = FileReader::Get(item, "tag");
     YAML::Node rule = FileReader::Get(item, "rule");
+    YAML::Node auto_rule = FileReader::Get(item, "auto");
     // An invalid name is still recorded, so that uses of it do not cascade
     // into "unknown type" errors; the kernel is rejected all the same.
     if (name.IsDefined()) c.name = r_.SpelledIdentifier(name, "constexpr name");
@@ -295,6 +298,10 @@ void KernelReader::ReadConstexprs(const YAML::Node& v) {
     if (rule.IsDefined()) {
       if (rule.IsScalar() && rule.Scalar() == "none" && rule.Tag() != "!") c.rule_none = true;
       else if ((c.rule = ReadExpr(rule, "rule"))) c.rule_source = "rule at " + r_.Loc(rule).ToString();
+    }
+    if (auto_rule.IsDefined()) {  // checked with the whole kernel (auto_rules.h)
+      c.auto_loc = r_.Loc(auto_rule);
+      c.auto_rule = ReadExpr(auto_rule, "auto");
     }
     if (values.IsDefined() && r_.NonEmptySequence(values, "values of '" + c.name + "'")) {
       if (c.cpp_name) ReadCppNameValues(r_, values, c);
@@ -639,6 +646,7 @@ std::optional<Kernel> KernelReader::Finish(const TritonSourceInfo* source) {
   else CheckCuda();
   CheckCudaEntry(r_, k_);
   CheckLaunch();
+  CheckAutoRules(r_.diag(), k_);
   if (r_.diag().error_count() != errors_before_) return std::nullopt;
   return std::move(k_);
 }

@@ -1,11 +1,13 @@
 // launcher_gen.cc - the generate pass's launcher source: descriptors, typed
 // launchers (with the choice of build: computed constexprs and variants),
-// dispatchers (dispatcher_gen.cc) and enumeration.
+// dispatchers (dispatcher_gen.cc), auto dispatchers (auto_dispatcher_gen.cc)
+// and enumeration.
 #include <algorithm>
 #include <array>
 #include <map>
 #include <set>
 
+#include "auto_dispatcher_gen.h"
 #include "codegen.h"
 #include "codegen_text.h"
 #include "dispatcher_gen.h"
@@ -222,6 +224,7 @@ class LauncherWriter {
       WriteConfigs(k);
       for (const Specialization* s : SpecsOf(k, specs_)) WriteTypedLauncher(static_cast<size_t>(s - specs_.data()));
       out_ += DispatcherSource(pkg_, k, SpecsOf(k, specs_));
+      out_ += AutoDispatcherSource(pkg_, k, SpecsOf(k, specs_));
     }
     WritePackageFunctions();
     return out_;
@@ -253,6 +256,7 @@ class LauncherWriter {
       ExprBindings b = LauncherBindings(s);
       for (const Expr* e : EmittedExprs(*s.kernel)) used.merge(FunctionsUsed(*e, b));
     }
+    for (const Kernel& k : pkg_.kernels) used.merge(AutoFunctionsUsed(k, SpecsOf(k, specs_)));
     for (const FunctionHelper& h : kFunctionHelpers)
       if (used.count(h.function)) out_ += "\n" + std::string(h.text);
   }

@@ -142,6 +142,32 @@ std::optional<std::vector<size_t>> Kernel::ComputedOrder(std::string* cycle) con
   return order;
 }
 
+std::optional<std::vector<size_t>> Kernel::AutoOrder(std::string* cycle) const {
+  std::vector<size_t> pending, order;
+  for (size_t i = 0; i < constexprs.size(); ++i)
+    if (constexprs[i].Auto()) pending.push_back(i);
+  // As ComputedOrder, except that a rule reading its own constexpr is a
+  // cycle too: the auto dispatcher has no value of it to read.
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](size_t i) {
+      std::set<std::string> reads;
+      NamesRead(*constexprs[i].auto_rule, reads);
+      return std::none_of(pending.begin(), pending.end(), [&](size_t j) { return reads.count(constexprs[j].name); });
+    });
+    if (ready == pending.end()) {
+      if (cycle) *cycle = constexprs[pending.front()].name;
+      return std::nullopt;
+    }
+    order.push_back(*ready);
+    pending.erase(ready);
+  }
+  return order;
+}
+
+bool Kernel::HasAuto() const {
+  return std::any_of(constexprs.begin(), constexprs.end(), [](const Constexpr& c) { return c.Auto(); });
+}
+
 bool Kernel::HasComputed() const {
   return std::any_of(constexprs.begin(), constexprs.end(), [](const Constexpr& c) { return c.Computed(); });
 }

@@ -80,7 +80,16 @@ struct Constexpr {
   // list; the name part is the name's last component.
   bool cpp_name = false;
 
+  // `auto: EXPR` (int and bool constexprs): the rule an engine would
+  // otherwise write to choose the value.  The auto dispatcher
+  // <prefix>_<kernel>_auto evaluates it from the call's params, the other
+  // constexprs and the device, and calls the dispatcher with the result;
+  // everywhere else the constexpr is an ordinary axis the caller chooses.
+  std::optional<Expr> auto_rule;
+  SourceLoc auto_loc;  // the `auto:` value
+
   bool Computed() const { return rule.has_value(); }
+  bool Auto() const { return auto_rule.has_value(); }
   // A constexpr the caller chooses: in the API, not computed.
   bool InApi() const { return in_api && !Computed(); }
 };
@@ -247,6 +256,15 @@ struct Kernel {
   // those its rule reads (declaration order otherwise); nullopt, with the
   // name of one of them in *cycle, when rules read each other in a cycle.
   std::optional<std::vector<size_t>> ComputedOrder(std::string* cycle = nullptr) const;
+
+  // Whether some constexpr has an `auto:` rule (the kernel then has an auto
+  // dispatcher).
+  bool HasAuto() const;
+  // The auto constexprs' indices in an order that evaluates each after the
+  // auto constexprs its rule reads (declaration order otherwise); nullopt,
+  // with the name of one of them in *cycle, when rules read each other (or
+  // one itself) in a cycle.
+  std::optional<std::vector<size_t>> AutoOrder(std::string* cycle = nullptr) const;
 
   // Whether each specialization also gets an aligned variant: some param
   // says `divisibility: auto` or `equal_to_1: auto`.

@@ -242,6 +242,23 @@ extern const kernels_softmax_config kernels_softmax_configs[KERNELS_SOFTMAX_NUM_
  */
 kpack_status kernels_softmax(kpack_stream stream, kpack_dtype T, int BLOCK, const void *in, void *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
+/*
+ * Launches softmax as kernels_softmax() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = cols <= 32768 / sizeof(T) ? 256 : rows < device.num_sms ? 1024 : 512
+ * (device.num_sms: of the calling thread's current device).
+ * The other arguments are kernels_softmax()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_softmax() returns.
+ * The rules read sizeof(T): a T that was not built gives
+ * KPACK_ERROR_NO_SPECIALIZATION too, listing those that were.
+ */
+kpack_status kernels_softmax_auto(kpack_stream stream, kpack_dtype T, const void *in, void *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
 /* softmax with T=f32, BLOCK=256; SASS for sm_80,sm_90. */
 kpack_status kernels_softmax_f32_b256(kpack_stream stream, const float *in, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 

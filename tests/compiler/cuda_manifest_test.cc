@@ -72,6 +72,9 @@ std::string Errors(const std::string& kernel, const std::map<std::string, std::s
   return Load(kernel, package, files, include_dirs).errors;
 }
 
+// A package of sm_90 only: clusters need it.
+const std::string kPackage90 = "package: demo\narchs: [sm_90]\nkernels: [k.yaml]\n";
+
 // kKernel with `text` appended to its launch: map (line 15 on).
 std::string WithLaunch(const std::string& text) { return std::string(kKernel) + text; }
 
@@ -252,7 +255,7 @@ TEST_CASE("type: cpp applies to CUDA kernels only") {
 // ---- launch: pdl, cluster, cooperative ----
 
 TEST_CASE("launch attributes load") {
-  Loaded l = Load(WithLaunch("  pdl: per_call\n  cluster: [\"BLOCK / 64\", 1]\n  cooperative: true\n"));
+  Loaded l = Load(WithLaunch("  pdl: per_call\n  cluster: [\"BLOCK / 64\", 1]\n  cooperative: true\n"), kPackage90);
   REQUIRE(l.errors == "");
   const kpack::Launch& launch = l.kernel().launch;
   CHECK(launch.pdl == kpack::Pdl::kPerCall);
@@ -283,14 +286,17 @@ TEST_CASE("cooperative must be a bool") {
 }
 
 TEST_CASE("cluster is constexpr expressions, 1 to 3") {
-  CHECK(Errors(WithLaunch("  cluster: [n]\n")) ==
+  CHECK(Errors(WithLaunch("  cluster: [n]\n"), {}, {}, kPackage90) ==
         "k.yaml:15:13: error: 'n' is a runtime parameter; only constexprs are allowed here\n");
-  CHECK(Errors(WithLaunch("  cluster: [2, 1, 1, 1]\n")) ==
+  CHECK(Errors(WithLaunch("  cluster: [2, 1, 1, 1]\n"), {}, {}, kPackage90) ==
         "k.yaml:15:12: error: cluster must be an expression or a list of 1 to 3 expressions\n");
-  CHECK(Errors(WithLaunch("  cluster: []\n")) ==
+  CHECK(Errors(WithLaunch("  cluster: []\n"), {}, {}, kPackage90) ==
         "k.yaml:15:12: error: cluster must be an expression or a list of 1 to 3 expressions\n");
-  CHECK(Errors(WithLaunch("  cluster: [GONE]\n")) == "k.yaml:15:13: error: unknown name 'GONE' in expression\n");
-  CHECK(Errors(WithLaunch("  cluster: [device.num_sms]\n")).starts_with("k.yaml:15:13: error: 'device.num_sms'"));
+  CHECK(Errors(WithLaunch("  cluster: [GONE]\n"), {}, {}, kPackage90) == "k.yaml:15:13: error: unknown name 'GONE' in expression\n");
+  CHECK(Errors(WithLaunch("  cluster: [device.num_sms]\n"), {}, {}, kPackage90).starts_with("k.yaml:15:13: error: 'device.num_sms'"));
+  // Clusters exist from sm_90 on.
+  CHECK(Errors(WithLaunch("  cluster: [2]\n")) ==
+        "k.yaml:15:3: error: cluster needs sm_90 or newer, but the kernel is built for sm_80\n");
 }
 
 TEST_CASE("cluster and cooperative apply to CUDA kernels only") {

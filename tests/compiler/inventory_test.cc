@@ -31,14 +31,14 @@ struct Built {
   }
 };
 
-Built BuildGolden() {
+Built BuildPackage(const std::string& manifest) {
   Built b;
   const char* data = std::getenv("KPACK_TEST_DATA");
   REQUIRE(data != nullptr);
   std::filesystem::path previous = std::filesystem::current_path();
   std::filesystem::current_path(data);
   kpack::Diagnostics diag;
-  b.pkg = kpack::LoadPackage("manifests/golden/kpack.yaml", {}, diag);
+  b.pkg = kpack::LoadPackage(manifest, {}, diag);
   REQUIRE(diag.Text() == "");
   b.specs = kpack::Expand(*b.pkg, diag);
   std::filesystem::current_path(previous);
@@ -51,6 +51,8 @@ Built BuildGolden() {
     b.packed.push_back(kpack::PackedSpec{&s, "fatbin of " + s.name, {kpack::Arch{80}, kpack::Arch{90}}, {}, "release"});
   return b;
 }
+
+Built BuildGolden() { return BuildPackage("manifests/golden/kpack.yaml"); }
 
 }  // namespace
 
@@ -107,4 +109,27 @@ TEST_CASE("the inventory is deterministic and records debug specializations") {
   std::string text = a.Inventory();
   CHECK(text.find("\"build_mode\": \"debug\"") != std::string::npos);
   CHECK(text.find("\"num_debug_specializations\": 1") != std::string::npos);
+}
+
+TEST_CASE("the inventory names each kernel's dispatcher, and its auto dispatcher with the rules") {
+  Built b = BuildPackage("manifests/auto/kpack.yaml");
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(b.Inventory());
+  REQUIRE(static_cast<bool>(parsed));
+  const llvm::json::Array& kernels = *parsed->getAsObject()->getArray("kernels");
+  const llvm::json::Object& norm = *kernels[0].getAsObject();
+  CHECK(*norm.getString("dispatcher") == "ak_norm");
+  CHECK(*norm.getObject("auto")->getString("dispatcher") == "ak_norm_auto");
+  const llvm::json::Object& rules = *norm.getObject("auto")->getObject("rules");
+  CHECK(rules.size() == 2);
+  CHECK(*rules.getString("VEC") == "gcd(16 / sizeof(T), d)");
+  CHECK(*rules.getString("WIDE") == "log2(d) / 12");
+  CHECK(*kernels[1].getAsObject()->getObject("auto")->getObject("rules")->getString("BLOCK") ==
+        "max(next_pow2(n), 128)");
+  // A kernel without rules has no auto dispatcher.
+  Built golden = BuildGolden();
+  parsed = llvm::json::parse(golden.Inventory());
+  REQUIRE(static_cast<bool>(parsed));
+  const llvm::json::Object& scale = *parsed->getAsObject()->getArray("kernels")->front().getAsObject();
+  CHECK(*scale.getString("dispatcher") == "gk_scale");
+  CHECK(!scale.getObject("auto"));
 }

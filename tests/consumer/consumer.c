@@ -59,6 +59,13 @@ int main(void) {
   expect(strstr(kpack_last_error_detail(), "must be 16-byte aligned") == NULL,
          "no divisibility promise in the detail");
 
+  /* softmax's auto dispatcher reads device.num_sms for its BLOCK rule, so
+     it needs the driver before anything else, as launchers that read the
+     device do (tests/runtime/auto_launch_test.cc runs it against the fake). */
+  st = kernels_softmax_auto(NULL, KPACK_DTYPE_F32, NULL, NULL, 4, 1024, 1024, 1024);
+  expect(st == KPACK_ERROR_DRIVER_NOT_FOUND || st == KPACK_ERROR_NO_DEVICE || st == KPACK_ERROR_NO_CONTEXT,
+         "the auto dispatcher without a usable driver fails with a clear status");
+
   /* A real launch: without a driver it must say so, never crash. */
   st = kernels_vector_add(NULL, kernels_vector_add_configs[0].T, kernels_vector_add_configs[0].BLOCK, NULL, NULL,
                           NULL, 1024);

@@ -5,7 +5,8 @@
 #      __launch_bounds__(BLOCK) rmsnorm(...)` packages: the header names the
 #      instance, the inventory has the mangled symbol, `kpack inspect` shows
 #      it demangled, the launcher (pdl: per_call) compiles as C11 with
-#      -Wall -Werror, and `kpack header` writes the same header;
+#      -Wall -Werror (with the auto dispatcher of VEC's auto rule), and
+#      `kpack header` writes the same header;
 #   b. a block expression that can exceed the launch bounds is refused
 #      (CheckBlockFits), exit 1, nothing written;
 #   c. a __global__ kernel declared through a macro: nvcc's error once for
@@ -99,7 +100,7 @@ entry: kpack_e2e::rmsnorm
 constexprs:
   - {name: T, type: dtype, values: [f16, f32]}
   - {name: BLOCK, type: int, values: [128], tag: b}
-  - {name: VEC, type: int, values: [4], tag: v}
+  - {name: VEC, type: int, values: [4], tag: v, auto: "min(4, gcd(16 / sizeof(T), d))"}
 params:
   - {name: out, type: T*}
   - {name: x, type: const T*}
@@ -126,6 +127,10 @@ grep -qxF '/* rmsnorm with T=f16, BLOCK=128, VEC=4: the kernel kpack_e2e::rmsnor
   grep -qxF '/* rmsnorm with T=f32, BLOCK=128, VEC=4: the kernel kpack_e2e::rmsnorm<float, 128, 4>; SASS for sm_90. */' out/rms.h &&
   grep -qxF 'kpack_status rms_rmsnorm_f16_b128_v4(kpack_stream stream, int pdl, kpack_f16 *out, const kpack_f16 *x, const kpack_f16 *weight, uint32_t d, uint32_t rows, float eps);' out/rms.h &&
   pass "the header names each instance and takes int pdl after the stream" || fail "header: $(grep -n 'rmsnorm with' out/rms.h)"
+grep -qxF 'kpack_status rms_rmsnorm_auto(kpack_stream stream, int pdl, kpack_dtype T, int BLOCK, void *out, const void *x, const void *weight, uint32_t d, uint32_t rows, float eps);' out/rms.h &&
+  grep -qF 'return rms_rmsnorm(stream, pdl, T, BLOCK, (int)VEC, out, x, weight, d, rows, eps);' out/rms.c &&
+  pass "VEC's auto rule gives an auto dispatcher that takes T and BLOCK and computes VEC" ||
+  fail "auto dispatcher: $(grep -n '_auto' out/rms.h out/rms.c)"
 python3 - out/rms.json "$f16_symbol" "$f16_entry" <<'PY' && pass "the inventory has the mangled symbol and its readable name" || fail "inventory"
 import json, sys
 inv = json.load(open(sys.argv[1]))
