@@ -119,18 +119,26 @@ void NamesRead(const Expr& e, std::set<std::string>& out) {
 
 }  // namespace
 
-std::optional<std::vector<size_t>> Kernel::ComputedOrder(std::string* cycle) const {
+namespace {
+
+// The constexprs that `rule_of` gives a rule, ordered so that each comes
+// after those its rule reads; nullopt, with one of them in *cycle, when
+// rules read each other in a cycle.  A rule reading its own constexpr is a
+// cycle unless `self_ok`.  Repeatedly takes the first whose inputs are all
+// placed: a few rules per kernel, so the quadratic walk is fine.
+std::optional<std::vector<size_t>> RuleOrder(const std::vector<Constexpr>& constexprs,
+                                             const std::optional<Expr>& (*rule_of)(const Constexpr&), bool self_ok,
+                                             std::string* cycle) {
   std::vector<size_t> pending, order;
   for (size_t i = 0; i < constexprs.size(); ++i)
-    if (constexprs[i].Computed()) pending.push_back(i);
-  // Repeatedly take the first whose computed inputs are all placed: a few
-  // heuristics per kernel, so the quadratic walk is fine.
+    if (rule_of(constexprs[i])) pending.push_back(i);
   while (!pending.empty()) {
     auto ready = std::find_if(pending.begin(), pending.end(), [&](size_t i) {
       std::set<std::string> reads;
-      NamesRead(*constexprs[i].rule, reads);
-      return std::none_of(pending.begin(), pending.end(),
-                          [&](size_t j) { return j != i && reads.count(constexprs[j].name); });
+      NamesRead(*rule_of(constexprs[i]), reads);
+      return std::none_of(pending.begin(), pending.end(), [&](size_t j) {
+        return (j != i || !self_ok) && reads.count(constexprs[j].name);
+      });
     });
     if (ready == pending.end()) {
       if (cycle) *cycle = constexprs[pending.front()].name;
@@ -142,26 +150,19 @@ std::optional<std::vector<size_t>> Kernel::ComputedOrder(std::string* cycle) con
   return order;
 }
 
+const std::optional<Expr>& ComputedRule(const Constexpr& c) { return c.rule; }
+const std::optional<Expr>& AutoRule(const Constexpr& c) { return c.auto_rule; }
+
+}  // namespace
+
+std::optional<std::vector<size_t>> Kernel::ComputedOrder(std::string* cycle) const {
+  return RuleOrder(constexprs, ComputedRule, true, cycle);
+}
+
+// A rule reading its own constexpr is a cycle here: the auto dispatcher has
+// no value of it to read.
 std::optional<std::vector<size_t>> Kernel::AutoOrder(std::string* cycle) const {
-  std::vector<size_t> pending, order;
-  for (size_t i = 0; i < constexprs.size(); ++i)
-    if (constexprs[i].Auto()) pending.push_back(i);
-  // As ComputedOrder, except that a rule reading its own constexpr is a
-  // cycle too: the auto dispatcher has no value of it to read.
-  while (!pending.empty()) {
-    auto ready = std::find_if(pending.begin(), pending.end(), [&](size_t i) {
-      std::set<std::string> reads;
-      NamesRead(*constexprs[i].auto_rule, reads);
-      return std::none_of(pending.begin(), pending.end(), [&](size_t j) { return reads.count(constexprs[j].name); });
-    });
-    if (ready == pending.end()) {
-      if (cycle) *cycle = constexprs[pending.front()].name;
-      return std::nullopt;
-    }
-    order.push_back(*ready);
-    pending.erase(ready);
-  }
-  return order;
+  return RuleOrder(constexprs, AutoRule, false, cycle);
 }
 
 bool Kernel::HasAuto() const {
