@@ -131,9 +131,8 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
       std::error_code ec;
       if (!fs::exists(dir, ec)) diag.Error("include directory '" + dir + "' (-I) not found");
       else if (!fs::is_directory(dir, ec)) diag.Error("include directory '" + dir + "' (-I) is not a directory");
-      else if (char c = ShellMetacharacter(dir))
-        diag.Error("include directory '" + dir + "' (-I) contains " + Quoted(c) +
-                   "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
+      else if (std::string e = IncludePathProblem("include directory '" + dir + "' (-I)", dir); !e.empty())
+        diag.Error(e);
     }
     // Triton kernels' sources are read (not run) by the helper, once for
     // the whole package.

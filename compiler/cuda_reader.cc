@@ -47,9 +47,8 @@ void ResolveIncludedSource(FileReader& r, const YAML::Node& v, const std::string
     r.Error(v, "source '" + text + "' must name a relative path below an include directory, without '..'");
     return;
   }
-  if (char c = ShellMetacharacter(inner)) {
-    r.Error(v, "source path '" + inner + "' contains " + Quoted(c) +
-                   "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
+  if (std::string e = IncludePathProblem("source path '" + inner + "'", inner); !e.empty()) {
+    r.Error(v, e);
     return;
   }
   if (k.include_dirs.empty()) {

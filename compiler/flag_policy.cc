@@ -93,6 +93,13 @@ char ShellMetacharacter(const std::string& s) {
   return at == std::string::npos ? 0 : s[at];
 }
 
+std::string IncludePathProblem(const std::string& subject, const std::string& path) {
+  char c = ShellMetacharacter(path);
+  if (!c) return "";
+  return subject + " contains " + Quoted(c) +
+         "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters";
+}
+
 std::string Quoted(char c) {
   if (c == ' ') return "a space";
   if (c == '\t' || c == '\r' || c == '\n') return "a control character";

@@ -20,6 +20,11 @@ char ShellMetacharacter(const std::string& s);
 // How a message names character `c`: "'$'", "a space".
 std::string Quoted(char c);
 
+// "" when `path` is free of shell metacharacters; else the error, which
+// starts with `subject` ("source path 'a$b'"): nvcc passes include paths
+// through a shell.
+std::string IncludePathProblem(const std::string& subject, const std::string& path);
+
 // nvcc flags: strings free of shell metacharacters that do not reach out of
 // the project.  Appends each accepted flag's position to `locs`.
 std::vector<std::string> FlagList(FileReader& r, const YAML::Node& node, std::vector<SourceLoc>& locs);

@@ -231,9 +231,8 @@ void KernelReader::ReadSource(const YAML::Node& v) {
   }
   k_.source_path = ResolveBeside(r_.file(), *s);
   k_.source_name = RootRelative(k_.source_path, r_.root());
-  if (char c = ShellMetacharacter(k_.source_path)) {
-    r_.Error(v, "source path '" + k_.source_path + "' contains " + Quoted(c) +
-                    "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
+  if (std::string e = IncludePathProblem("source path '" + k_.source_path + "'", k_.source_path); !e.empty()) {
+    r_.Error(v, e);
     return;
   }
   if (!r_.Inside(v, "source file '" + *s + "'", k_.source_path)) return;

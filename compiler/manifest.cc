@@ -70,9 +70,8 @@ void ReadIncludeDirs(FileReader& r, const YAML::Node& v, Package& pkg) {
     std::optional<std::string> dir = r.String(item, "each entry of include_dirs");
     if (!dir) continue;
     std::string resolved = ResolveBeside(r.file(), *dir);
-    if (char c = ShellMetacharacter(resolved)) {
-      r.Error(item, "include directory '" + *dir + "' contains " + Quoted(c) +
-                        "; nvcc passes include paths through a shell, so kpack refuses shell metacharacters");
+    if (std::string e = IncludePathProblem("include directory '" + *dir + "'", resolved); !e.empty()) {
+      r.Error(item, e);
       continue;
     }
     std::error_code ec;
