@@ -9,6 +9,7 @@
 
 #include "codegen_text.h"
 #include "expr_bounds.h"
+#include "tuned_table_gen.h"
 
 namespace kpack::codegen {
 namespace {
@@ -88,6 +89,23 @@ std::set<std::string> CallerBools(const Kernel& k) {
   return out;
 }
 
+// `text` as lines of a doc block (" * ..."), wrapped at 78 columns.
+std::string CommentLines(const std::string& text) {
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = std::min(text.find(' ', start), text.size());
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && 3 + line.size() + 1 + word.size() > 78) {
+      out += " * " + CommentText(line) + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return line.empty() ? out : out + " * " + CommentText(line) + "\n";
+}
+
 // `text` as part of a printf format: '%' doubled (a rule's modulo).
 std::string FormatText(const std::string& text) {
   std::string out;
@@ -98,7 +116,7 @@ std::string FormatText(const std::string& text) {
 class AutoWriter {
  public:
   AutoWriter(const Package& pkg, const Kernel& k, const std::vector<const Specialization*>& specs)
-      : pkg_(pkg), k_(k), name_(k.name + "_auto"), axes_(SizeAxes(k)), combos_(BuiltCombos(axes_, specs)),
+      : pkg_(pkg), k_(k), specs_(specs), name_(k.name + "_auto"), axes_(SizeAxes(k)), combos_(BuiltCombos(axes_, specs)),
         order_(k.AutoOrder().value_or(std::vector<size_t>{})) {
     for (size_t i : order_) Prove(k_.constexprs[i]);
   }
@@ -109,6 +127,8 @@ class AutoWriter {
       out_ += "  const int " + name + " = kpack_arg_" + name + " != 0;  /* a bool, as " + pkg_.prefix + "_" +
               k_.name + "() reads it */\n";
     WriteDeviceAttributes();
+    // The decision tables of the tuning files come first; "" without any.
+    out_ += TunedChoiceSource(pkg_, k_, specs_, name_);
     out_ += "  /* The auto constexprs, in the order their rules read each other";
     out_ += fallible_.empty() ? ". */\n" : ", and\n     for those that can fail, whether kpack_bad was set by then. */\n";
     if (!fallible_.empty()) out_ += "  int kpack_bad = 0;\n";
@@ -130,6 +150,7 @@ class AutoWriter {
       ExprBindings b = AutoBindings(k_, axes_, combo);
       for (size_t i : order_) used.merge(FunctionsUsed(*k_.constexprs[i].auto_rule, b));
     }
+    used.merge(TunedFunctionsUsed(k_));
     return used;
   }
 
@@ -172,6 +193,7 @@ class AutoWriter {
       ExprBindings b = AutoBindings(k_, axes_, combo);
       for (size_t i : order_) used.merge(DeviceAttributesUsed(*k_.constexprs[i].auto_rule, b));
     }
+    used.merge(TunedDeviceAttributes(pkg_, k_));
     if (used.empty()) return;
     out_ += "  /* The attributes of the launching device that the rules read. */\n";
     out_ += "  kpack_status kpack_device_st;\n";
@@ -277,6 +299,7 @@ class AutoWriter {
 
   const Package& pkg_;
   const Kernel& k_;
+  const std::vector<const Specialization*> specs_;
   const std::string name_;  // "<kernel>_auto", as details say
   const std::vector<size_t> axes_;
   const std::vector<Combo> combos_;
@@ -316,6 +339,15 @@ std::string AutoDispatcherDecl(const Package& pkg, const Kernel& k) {
     for (const std::string& name : DeviceAttributeNames())
       if (device.count(name)) names.push_back("device." + name);
     out += " * (" + Join(names, ", ") + ": of the calling thread's current device).\n";
+  }
+  if (k.tune) {
+    std::string key;
+    for (size_t i = 0; i < k.tune->key.size(); ++i)
+      key += (i == 0 ? "" : i + 1 == k.tune->key.size() ? " and " : ", ") + k.tune->key[i].param;
+    out += CommentLines("Where a tuning file (kpack tune) of the package has a decision table for this kernel on "
+                        "the calling thread's device (its model, else its sm), the table chooses them instead: the "
+                        "fastest candidate that is valid at the grid shape nearest to this call's " +
+                        key + " (docs/tuning.md).");
   }
   out += " * The other arguments are " + base + "()'s.  No allocation; thread-safe.\n *\n";
   out += " * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,\n"

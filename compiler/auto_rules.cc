@@ -16,17 +16,17 @@ const char* KindName(const Constexpr& c) {
   return "int";
 }
 
+}  // namespace
+
 // A computed constexpr's value exists only inside the typed launcher, which
 // runs after the auto dispatcher chose: reported at each use.
-void CheckNoComputed(Diagnostics& diag, const Kernel& k, const Expr& e) {
+void CheckNoComputed(Diagnostics& diag, const Kernel& k, const Expr& e, const std::string& reader) {
   if (e.kind == Expr::Kind::kName)
     if (const Constexpr* c = k.FindConstexpr(e.name); c && c->Computed())
       diag.Error(e.loc, "'" + e.name + "' is computed by the typed launcher (" + c->rule_source +
-                            "), after the auto dispatcher chose; an auto rule cannot read it");
-  for (const Expr& arg : e.args) CheckNoComputed(diag, k, arg);
+                            "), after the auto dispatcher chose; " + reader + " cannot read it");
+  for (const Expr& arg : e.args) CheckNoComputed(diag, k, arg, reader);
 }
-
-}  // namespace
 
 void CheckAutoRules(Diagnostics& diag, const Kernel& k) {
   auto lookup = [&k](const std::string& name) { return LookUpName(k, name); };
@@ -50,7 +50,7 @@ void CheckAutoRules(Diagnostics& diag, const Kernel& k) {
     }
     if (!c.auto_rule) continue;
     CheckExpr(*c.auto_rule, lookup, true, diag);
-    CheckNoComputed(diag, k, *c.auto_rule);
+    CheckNoComputed(diag, k, *c.auto_rule, "an auto rule");
   }
   std::string cycle;
   if (!k.AutoOrder(&cycle)) {

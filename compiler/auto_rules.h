@@ -3,6 +3,8 @@
 // may read, and the order the auto dispatcher evaluates them in.
 #pragma once
 
+#include <string>
+
 #include "diagnostics.h"
 #include "model.h"
 
@@ -14,5 +16,10 @@ namespace kpack {
 // computed constexprs, whose values the typed launcher makes after the
 // auto dispatcher chose); rules that read each other in a cycle.
 void CheckAutoRules(Diagnostics& diag, const Kernel& k);
+
+// Reports each name in `e` that is a computed constexpr: the auto
+// dispatcher, which evaluates `e`, runs before the typed launcher computes
+// it.  `reader` names what reads it in the message ("an auto rule").
+void CheckNoComputed(Diagnostics& diag, const Kernel& k, const Expr& e, const std::string& reader);
 
 }  // namespace kpack

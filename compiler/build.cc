@@ -22,6 +22,8 @@
 #include "plan.h"
 #include "triton.h"
 #include "triton_source.h"
+#include "tuner_gen.h"
+#include "tuning_reader.h"
 #include "version.h"
 
 namespace kpack {
@@ -66,6 +68,7 @@ std::string Basename(const std::string& path) { return fs::path(path).filename()
 
 std::string Depfile(const BuildOptions& o, const Package& pkg, const std::vector<CompiledUnit>& units) {
   std::set<std::string> deps = {pkg.manifest_path};
+  for (const TuningFile& t : pkg.tunings) deps.insert(t.path);
   for (const Kernel& k : pkg.kernels) {
     deps.insert(k.manifest_path);
     deps.insert(k.source_path);
@@ -157,13 +160,17 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   {
     PassTimer t("expand", o.perf, err);
     specs = Expand(*pkg, diag);
+    // The tuning files against the builds: stale ones first.
+    if (!diag.HasErrors()) CheckTunings(*pkg, specs, o.allow_stale_tuning, diag);
   }
   if (!Checkpoint(diag, err)) return 1;
 
   CodegenOptions gen{Label(o), Basename(o.header_out)};
   if (o.header_only) {
     PassTimer t("generate", o.perf, err);
-    if (std::string e = WriteAll({{o.header_out, GenerateHeader(*pkg, specs, gen)}}); !e.empty()) {
+    std::vector<std::pair<std::string, std::string>> files = {{o.header_out, GenerateHeader(*pkg, specs, gen)}};
+    if (!o.tuner_out.empty()) files.emplace_back(o.tuner_out, GenerateTuner(*pkg, specs, gen));
+    if (std::string e = WriteAll(files); !e.empty()) {
       err << "error: " << e << "\n";
       return 1;
     }
@@ -247,6 +254,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     PassTimer t("generate", o.perf, err);
     outputs.emplace_back(o.launcher_out, GenerateLauncherSource(*pkg, specs, gen, TritonLaunches(plan, compiled)));
     outputs.emplace_back(o.header_out, GenerateHeader(*pkg, specs, gen));
+    if (!o.tuner_out.empty()) outputs.emplace_back(o.tuner_out, GenerateTuner(*pkg, specs, gen));
     if (!o.depfile_out.empty()) outputs.emplace_back(o.depfile_out, Depfile(o, *pkg, compiled));
     if (!o.inventory_out.empty())
       outputs.emplace_back(o.inventory_out,

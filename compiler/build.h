@@ -19,6 +19,7 @@ struct BuildOptions {
   std::string cache_dir;      // unit cache; default <work_dir>/cache
   std::string depfile_out;    // optional Make depfile for Ninja
   std::string inventory_out;  // optional JSON inventory (inventory.h)
+  std::string tuner_out;      // optional tuning harness tables (tuner_gen.h, --tuner)
   std::string root = ".";     // project root: the header banner's paths are
                               // relative to it; manifests and sources lie in it
   bool allow_outside_root = false;  // let manifests name files outside root
@@ -38,6 +39,9 @@ struct BuildOptions {
   bool perf = false;          // print per-pass times
   bool verbose = false;       // print unit counts
   bool allow_debug_kernels = false;  // a development build: no release guard
+  // A tuning file whose kernel's manifest changed (tuning_reader.h) is a
+  // warning and the rules decide there, rather than an error.
+  bool allow_stale_tuning = false;
 };
 
 // Runs the pipeline.  Errors go to `err` as `file:line:col: error: ...`

@@ -2,6 +2,107 @@
 
 namespace kpack::codegen {
 
+const char* const kCheckedArithmeticC = R"(static inline int64_t kpack_add_(int64_t a, int64_t b, int *bad) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) *bad = 1;
+  return r;
+}
+static inline int64_t kpack_sub_(int64_t a, int64_t b, int *bad) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) *bad = 1;
+  return r;
+}
+static inline int64_t kpack_mul_(int64_t a, int64_t b, int *bad) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) *bad = 1;
+  return r;
+}
+static inline int64_t kpack_div_(int64_t a, int64_t b, int *bad) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = 1; return 0; }
+  return a / b;
+}
+static inline int64_t kpack_mod_(int64_t a, int64_t b, int *bad) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = 1; return 0; }
+  return a % b;
+}
+static inline int64_t kpack_cdiv_(int64_t a, int64_t b, int *bad) {
+  int64_t q = kpack_div_(a, b, bad);
+  return (b != 0 && b != -1 && a % b != 0 && ((a > 0) == (b > 0))) ? q + 1 : q;
+}
+static inline int64_t kpack_min_(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t kpack_max_(int64_t a, int64_t b) { return a > b ? a : b; }
+)";
+
+namespace {
+
+// The helpers of the launch expressions' functions that translate Python
+// (expr.h; expr.cc folds with the same semantics), by function name.  Each
+// is emitted only where some launch expression calls it, so that the
+// launchers of packages that use none stay as they were.
+struct FunctionHelper {
+  const char* function;
+  const char* text;
+};
+const FunctionHelper kFunctionHelpers[] = {
+    {"floordiv", R"(/* Python's a // b: rounded toward negative infinity. */
+static inline int64_t kpack_floordiv_(int64_t a, int64_t b, int *bad) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) { *bad = 1; return 0; }
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+)"},
+    {"floormod", R"(/* Python's a % b: the sign of b.  INT64_MIN % -1 traps in C, and is 0. */
+static inline int64_t kpack_floormod_(int64_t a, int64_t b, int *bad) {
+  if (b == 0) { *bad = 1; return 0; }
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+)"},
+    {"gcd", R"(/* Python's math.gcd: non-negative; gcd(INT64_MIN, 0) = 2^63 does not fit. */
+static inline int64_t kpack_gcd_(int64_t a, int64_t b, int *bad) {
+  uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+  uint64_t y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b;
+  while (y != 0) { uint64_t t = x % y; x = y; y = t; }
+  if (x > (uint64_t)INT64_MAX) { *bad = 1; return 0; }
+  return (int64_t)x;
+}
+)"},
+    {"log2", R"(/* floor(log2(x)); x <= 0 has none. */
+static inline int64_t kpack_log2_(int64_t x, int *bad) {
+  if (x <= 0) { *bad = 1; return 0; }
+  return 63 - __builtin_clzll((uint64_t)x);
+}
+)"},
+    {"next_pow2", R"(/* triton.next_power_of_2: 0 for x <= 0; above 2^62, 2^63 does not fit. */
+static inline int64_t kpack_next_pow2_(int64_t x, int *bad) {
+  if (x <= 0) return 0;
+  if (x > ((int64_t)1 << 62)) { *bad = 1; return 0; }
+  uint64_t n = (uint64_t)x - 1;
+  n |= n >> 1; n |= n >> 2; n |= n >> 4; n |= n >> 8; n |= n >> 16; n |= n >> 32;
+  return (int64_t)(n + 1);
+}
+)"},
+};
+
+}  // namespace
+
+std::string FunctionHelperC(const std::string& function) {
+  for (const FunctionHelper& h : kFunctionHelpers)
+    if (function == h.function) return h.text;
+  return "";
+}
+
+const std::vector<std::string>& FunctionHelperNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const FunctionHelper& h : kFunctionHelpers) out.push_back(h.function);
+    return out;
+  }();
+  return names;
+}
+
+
 std::string Upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;

@@ -69,4 +69,17 @@ std::vector<std::string> LeadingParams(const Kernel& k);
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k);
 
+// The checked 64-bit arithmetic that EmitExprC's C calls (kpack_add_,
+// kpack_sub_, kpack_mul_, kpack_div_, kpack_mod_, kpack_cdiv_, kpack_min_,
+// kpack_max_): static inline C functions, no comment.  The launcher source
+// and the tuning harness's tables both start with it.
+extern const char* const kCheckedArithmeticC;
+
+// The C helper (with its comment) of a function that launch expressions
+// may call and that translates Python (floordiv, floormod, gcd, log2,
+// next_pow2; expr.cc folds with the same semantics); "" for another name.
+std::string FunctionHelperC(const std::string& function);
+// Their names, in the order generated code defines them.
+const std::vector<std::string>& FunctionHelperNames();
+
 }  // namespace kpack::codegen

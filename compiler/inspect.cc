@@ -1,6 +1,7 @@
 #include "inspect.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <ostream>
 
@@ -273,6 +274,156 @@ std::string FormatInspectJson(const InspectReport& r) {
   return JsonText(std::move(root), 2);
 }
 
+namespace {
+
+namespace json = llvm::json;
+
+// "1.200": a margin as people read it (runner-up over best); "-" with
+// fewer than two candidates.
+std::string MarginText(const json::Object* ns) {
+  std::vector<int64_t> times;
+  if (ns)
+    for (const auto& entry : *ns)
+      if (std::optional<int64_t> t = entry.second.getAsInteger()) times.push_back(*t);
+  if (times.size() < 2) return times.empty() ? "-" : "1.000";
+  std::sort(times.begin(), times.end());
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", times[0] > 0 ? static_cast<double>(times[1]) / static_cast<double>(times[0]) : 1.0);
+  return text;
+}
+
+std::string Right(const std::string& s, size_t width) { return std::string(width > s.size() ? width - s.size() : 0, ' ') + s; }
+
+std::string IntegerText(const json::Value& v) {
+  std::optional<int64_t> i = v.getAsInteger();
+  return i ? std::to_string(*i) : "?";
+}
+
+// "NVIDIA H100 80GB HBM3 (sm_90)" of a table or a stale tuning.
+std::string GpuText(const json::Object& o) {
+  std::optional<int64_t> sm = o.getInteger("sm");
+  return JsonGetString(o, "gpu") + " (sm_" + (sm ? std::to_string(*sm) : std::string("?")) + ")";
+}
+
+// One table: a line per shape with its best and margin, columns aligned.
+void FormatTable(const json::Object& table, const std::vector<std::string>& key, std::string& out) {
+  std::vector<std::vector<std::string>> lines = {key};
+  lines[0].push_back("best");
+  lines[0].push_back("margin");
+  if (const json::Array* results = table.getArray("results"))
+    for (const json::Value& r : *results) {
+      const json::Object* o = r.getAsObject();
+      if (!o) continue;
+      std::vector<std::string> line;
+      if (const json::Array* shape = o->getArray("shape"))
+        for (const json::Value& v : *shape) line.push_back(IntegerText(v));
+      line.resize(key.size(), "?");
+      std::optional<llvm::StringRef> best = o->getString("best");
+      line.push_back(best ? best->str() : "- (no candidate ran: the rules)");
+      line.push_back(best ? MarginText(o->getObject("ns")) : "-");
+      lines.push_back(std::move(line));
+    }
+  std::vector<size_t> width(key.size() + 2, 0);
+  for (const auto& line : lines)
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  for (const auto& line : lines) {
+    std::string text = "   ";
+    for (size_t c = 0; c < key.size(); ++c) text += " " + Right(line[c], width[c]);
+    text += "  " + line[key.size()] + std::string(width[key.size()] - line[key.size()].size(), ' ');
+    text += "  " + Right(line[key.size() + 1], width[key.size() + 1]);
+    out += text + "\n";
+  }
+}
+
+// "NVIDIA H100 80GB HBM3 (sm_90), T=f16 (tuning/h100.yaml)".
+std::string TableTitle(const json::Object& table) {
+  std::string title = GpuText(table);
+  if (const json::Object* combo = table.getObject("for")) {
+    std::vector<std::string> parts;
+    for (const auto& entry : *combo)
+      if (std::optional<llvm::StringRef> v = entry.second.getAsString()) parts.push_back(entry.first.str() + "=" + v->str());
+    std::sort(parts.begin(), parts.end());
+    if (!parts.empty()) {
+      title += ",";
+      for (const std::string& p : parts) title += " " + p;
+    }
+  }
+  return title + " (" + JsonGetString(table, "file") + ")";
+}
+
+void FormatKernelTables(const std::string& name, const json::Object& tuning, std::string& out) {
+  const std::vector<std::string> key = JsonGetStrings(tuning, "key");
+  const std::vector<std::string> tuned = JsonGetStrings(tuning, "tuned");
+  std::string sizes;
+  if (const json::Object* shapes = tuning.getObject("shapes"))
+    for (const std::string& k : key)
+      if (const json::Array* values = shapes->getArray(k))
+        sizes += (sizes.empty() ? "" : " x ") + std::to_string(values->size());
+  auto joined = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    return text;
+  };
+  out += name + ": " + joined(tuned) + " by " + joined(key) + " (a grid of " + sizes + " shapes)\n";
+  const json::Array* tables = tuning.getArray("tables");
+  const json::Array* stale = tuning.getArray("stale");
+  if ((!tables || tables->empty()) && (!stale || stale->empty()))
+    out += "  no tuning file has a table for it: the rules decide\n";
+  if (tables)
+    for (const json::Value& t : *tables)
+      if (const json::Object* table = t.getAsObject()) {
+        out += "  " + TableTitle(*table) + ":\n";
+        FormatTable(*table, key, out);
+      }
+  if (stale)
+    for (const json::Value& t : *stale)
+      if (const json::Object* table = t.getAsObject())
+        out += "  " + GpuText(*table) + " (" + JsonGetString(*table, "file") +
+               "): stale (its manifest changed); the rules decide there\n";
+}
+
+// Adds "margin" to each result of each table of a kernel's "tuning".
+void AddMargins(json::Object& tuning) {
+  if (json::Array* tables = tuning.getArray("tables"))
+    for (json::Value& t : *tables)
+      if (json::Object* table = t.getAsObject())
+        if (json::Array* results = table->getArray("results"))
+          for (json::Value& r : *results)
+            if (json::Object* o = r.getAsObject()) (*o)["margin"] = MarginText(o->getObject("ns"));
+}
+
+}  // namespace
+
+std::optional<std::string> FormatInventoryTables(std::string_view inventory, bool as_json, std::string* error) {
+  llvm::Expected<json::Value> parsed = json::parse(llvm::StringRef(inventory.data(), inventory.size()));
+  if (!parsed) {
+    *error = "not a kpack inventory: " + llvm::toString(parsed.takeError());
+    return std::nullopt;
+  }
+  json::Object* root = parsed->getAsObject();
+  if (!root || JsonGetString(*root, "format").rfind("kpack-inventory/", 0) != 0) {
+    *error = "not a kpack inventory (no \"format\": \"kpack-inventory/...\")";
+    return std::nullopt;
+  }
+  json::Array kernels_json;
+  std::string text;
+  if (json::Array* kernels = root->getArray("kernels"))
+    for (json::Value& kv : *kernels) {
+      json::Object* k = kv.getAsObject();
+      json::Object* tuning = k ? k->getObject("tuning") : nullptr;
+      if (!tuning) continue;
+      const std::string name = JsonGetString(*k, "name");
+      FormatKernelTables(name, *tuning, text);
+      AddMargins(*tuning);
+      kernels_json.push_back(json::Object{{"name", name}, {"tuning", std::move(*tuning)}});
+    }
+  const std::string package = JsonGetString(*root, "package");
+  if (as_json)
+    return JsonText(json::Object{{"file_kind", "inventory"}, {"package", package}, {"kernels", std::move(kernels_json)}}, 2);
+  if (kernels_json.empty()) return "package " + package + ": no kernel has a tune: section, so there are no decision tables\n";
+  return "package " + package + ": decision tables (kpack tune)\n" + text;
+}
+
 int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   bool as_json = false;
   std::string path;
@@ -299,6 +450,16 @@ int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ost
     return 1;
   }
   std::string error;
+  // An inventory (JSON, kpack build --inventory): its decision tables.
+  if (size_t first = bytes->find_first_not_of(" \t\r\n"); first != std::string::npos && (*bytes)[first] == '{') {
+    std::optional<std::string> tables = FormatInventoryTables(*bytes, as_json, &error);
+    if (!tables) {
+      err << path << ": error: " << error << "\n";
+      return 1;
+    }
+    out << *tables;
+    return 0;
+  }
   std::optional<InspectReport> report = Inspect(*bytes, &error, path);
   if (!report) {
     err << path << ": error: " << error << "\n";

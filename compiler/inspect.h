@@ -51,8 +51,19 @@ std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error,
 std::string FormatInspectTable(const InspectReport& report);
 std::string FormatInspectJson(const InspectReport& report);
 
+// The decision tables (kpack tune) of a package's inventory JSON (`kpack
+// build --inventory`), as `kpack inspect kernels.json` prints them: per
+// tuned kernel, its grid, then per tuning file and combination the GPU, its
+// sm and the combination, and one line per shape with the best candidate
+// and its margin (the runner-up's time over the best's); stale tunings
+// say so.  With `as_json`, the tables as JSON (per kernel its inventory
+// "tuning" object, with each result's margin added).  nullopt with
+// *error when the text is not a kpack inventory.
+std::optional<std::string> FormatInventoryTables(std::string_view inventory, bool as_json, std::string* error);
+
 // `kpack inspect FILE [--json]`: 0, 1 for an unreadable or unknown file,
-// 2 for bad usage.
+// 2 for bad usage.  FILE is a static library, fatbin or cubin, or an
+// inventory (FormatInventoryTables).
 int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace kpack

@@ -2,12 +2,15 @@
 
 #include "cuda_instance.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "expr.h"
 #include "fs_util.h"
 #include "json_util.h"
 #include "triton.h"
+#include "tuning_reader.h"
 
 namespace kpack {
 namespace {
@@ -61,6 +64,57 @@ json::Object UnitJson(const Unit& u, const CompiledUnit& c, const UnitFacts& f) 
     o["flags"] = PortableFlags(u);
   }
   return o;
+}
+
+// The decision tables of `k` (docs/tuning.md): its grid, then per tuning
+// file that tuned it and combination, each shape's best and every
+// candidate's time in nanoseconds (integers: a double such as 2.91 prints
+// as 2.9100000000000001); tunings dropped as stale are listed apart.
+json::Object TuningJson(const Package& pkg, const Kernel& k) {
+  json::Object shapes;
+  json::Array key, tuned, tables, stale;
+  for (const TuneAxis& a : k.tune->key) {
+    key.push_back(a.param);
+    json::Array values;
+    for (int64_t v : a.values) values.push_back(v);
+    shapes[a.param] = std::move(values);
+  }
+  for (const Constexpr& c : k.constexprs)
+    if (c.Auto()) tuned.push_back(c.name);
+  for (const TuningFile& file : pkg.tunings)
+    for (const TunedKernel& tk : file.kernels) {
+      if (tk.kernel != k.name) continue;
+      json::Object from{{"file", file.listed}, {"gpu", file.gpu}, {"sm", file.sm}};
+      if (tk.stale) {
+        stale.push_back(std::move(from));
+        continue;
+      }
+      for (const TunedTable& t : tk.tables) {
+        json::Object table = from;
+        json::Object combo;
+        const std::vector<size_t> axes = ForAxes(k);
+        for (size_t j = 0; j < axes.size() && j < t.combo.size(); ++j)
+          combo[k.constexprs[axes[j]].name] = ValueText(k.constexprs[axes[j]], t.combo[j]);
+        table["for"] = std::move(combo);
+        json::Array results;
+        for (size_t cell = 0; cell < t.ranking.size(); ++cell) {
+          json::Array shape;
+          for (int64_t v : GridPoint(k.tune->key, cell)) shape.push_back(v);
+          json::Object ns;
+          for (const auto& [candidate, us] : t.ranking[cell])
+            ns[tk.labels[candidate]] = static_cast<int64_t>(std::llround(std::min(us * 1000, 9e18)));
+          json::Object result{{"shape", std::move(shape)}, {"ns", std::move(ns)}};
+          result["best"] = t.ranking[cell].empty() ? json::Value(nullptr) : json::Value(tk.labels[t.ranking[cell][0].first]);
+          results.push_back(std::move(result));
+        }
+        table["results"] = std::move(results);
+        tables.push_back(std::move(table));
+      }
+    }
+  json::Object out{{"key", std::move(key)}, {"shapes", std::move(shapes)}, {"tuned", std::move(tuned)},
+                   {"tables", std::move(tables)}};
+  if (!stale.empty()) out["stale"] = std::move(stale);
+  return out;
 }
 
 }  // namespace
@@ -143,6 +197,8 @@ std::string GenerateInventory(const InventoryInput& in) {
     if (!rules.empty())
       o["auto"] = json::Object{{"dispatcher", pkg.prefix + "_" + k.name + "_auto"}, {"rules", std::move(rules)}};
     if (!k.triton.autotune_key.empty()) o["autotune_key"] = JsonStrings(k.triton.autotune_key);
+    // `tune:` and what the tuning files measured: the decision tables.
+    if (k.tune) o["tuning"] = TuningJson(pkg, k);
     kernels.push_back(std::move(o));
   }
   json::Object root{

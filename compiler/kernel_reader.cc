@@ -13,6 +13,7 @@
 #include "flag_policy.h"
 #include "triton_merge.h"
 #include "triton_reader.h"
+#include "tune_reader.h"
 
 namespace kpack {
 namespace {
@@ -143,7 +144,7 @@ bool KernelReader::Read() {
   if (!r_.CheckMap(*root_, "a kernel manifest",
                    {"kernel", "language", "source", "module", "entry", "doc", "constexprs", "options", "params",
                     "exclude", "launch", "archs", "ptx", "nvcc_flags", "debug", "allow_debug", "autotune",
-                    "variants", "load", "assume"},
+                    "variants", "load", "assume", "tune"},
                    {"kernel", "entry", "params", "launch"}))
     return false;
   k_.manifest_path = r_.file();
@@ -195,6 +196,9 @@ void KernelReader::ReadField(const std::string& key, const YAML::Node& key_node,
     ReadParams(v);
   } else if (key == "exclude") {
     exclude_ = v;
+  } else if (key == "tune") {
+    tune_key_ = key_node;
+    tune_ = v;
   } else if (key == "launch") {
     ReadLaunch(v);
   } else if (key == "archs") {
@@ -296,11 +300,11 @@ void KernelReader::ReadConstexprs(const YAML::Node& v) {
     }
     if (rule.IsDefined()) {
       if (rule.IsScalar() && rule.Scalar() == "none" && rule.Tag() != "!") c.rule_none = true;
-      else if ((c.rule = ReadExpr(rule, "rule"))) c.rule_source = "rule at " + r_.Loc(rule).ToString();
+      else if ((c.rule = ReadExpr(r_, rule, "rule"))) c.rule_source = "rule at " + r_.Loc(rule).ToString();
     }
     if (auto_rule.IsDefined()) {  // checked with the whole kernel (auto_rules.h)
       c.auto_loc = r_.Loc(auto_rule);
-      c.auto_rule = ReadExpr(auto_rule, "auto");
+      c.auto_rule = ReadExpr(r_, auto_rule, "auto");
     }
     if (values.IsDefined() && r_.NonEmptySequence(values, "values of '" + c.name + "'")) {
       if (c.cpp_name) ReadCppNameValues(r_, values, c);
@@ -529,11 +533,11 @@ void KernelReader::ReadLaunch(const YAML::Node& v) {
       k_.launch.block_loc = r_.Loc(entry.first);
     }
     if (key == "shared_mem") {
-      if (auto e = ReadExpr(value, "shared_mem")) k_.launch.shared_mem = *e;
+      if (auto e = ReadExpr(r_, value, "shared_mem")) k_.launch.shared_mem = *e;
       k_.launch.shared_mem_loc = r_.Loc(entry.first);
     }
     if (key == "launch_bounds") {
-      k_.launch.launch_bounds = ReadExpr(value, "launch_bounds");
+      k_.launch.launch_bounds = ReadExpr(r_, value, "launch_bounds");
       k_.launch.launch_bounds_loc = r_.Loc(entry.first);
     }
     if (key == "cluster") {
@@ -547,7 +551,7 @@ void KernelReader::ReadLaunch(const YAML::Node& v) {
 std::vector<Expr> KernelReader::ReadDims(const YAML::Node& v, const std::string& what) {
   std::vector<Expr> out;
   if (v.IsScalar()) {
-    if (auto e = ReadExpr(v, what)) out.push_back(*e);
+    if (auto e = ReadExpr(r_, v, what)) out.push_back(*e);
     return out;
   }
   if (!v.IsSequence() || v.size() == 0 || v.size() > 3) {
@@ -555,16 +559,16 @@ std::vector<Expr> KernelReader::ReadDims(const YAML::Node& v, const std::string&
     return out;
   }
   for (const YAML::Node& item : v)
-    if (auto e = ReadExpr(item, what)) out.push_back(*e);
+    if (auto e = ReadExpr(r_, item, what)) out.push_back(*e);
   return out;
 }
 
-std::optional<Expr> KernelReader::ReadExpr(const YAML::Node& v, const std::string& what) {
+std::optional<Expr> ReadExpr(FileReader& r, const YAML::Node& v, const std::string& what) {
   if (!v.IsScalar()) {
-    r_.Error(v, what + " must be an integer expression");
+    r.Error(v, what + " must be an integer expression");
     return std::nullopt;
   }
-  return ParseExpr(v.Scalar(), r_.ValueLoc(v), r_.diag());
+  return ParseExpr(v.Scalar(), r.ValueLoc(v), r.diag());
 }
 
 // Constexprs and params share one namespace: both are dispatcher
@@ -646,6 +650,9 @@ std::optional<Kernel> KernelReader::Finish(const TritonSourceInfo* source) {
   CheckCudaEntry(r_, k_);
   CheckLaunch();
   CheckAutoRules(r_.diag(), k_);
+  // Last: it checks its names against the whole kernel, the source's
+  // constexprs and the auto rules included.
+  if (tune_.IsDefined()) ReadTune(r_, tune_key_, tune_, k_);
   if (r_.diag().error_count() != errors_before_) return std::nullopt;
   return std::move(k_);
 }

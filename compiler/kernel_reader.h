@@ -5,7 +5,7 @@
 // then asks Triton's helper about every Triton kernel's source at once
 // (triton_source.h), and Finish() merges what the source says (autotune
 // configs, heuristics, defaults: triton_merge.h) before the checks that need
-// the whole kernel (exclusions, names, launch expressions).
+// the whole kernel (exclusions, names, launch expressions, `tune:`).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -59,7 +59,6 @@ class KernelReader {
   std::optional<ConstexprValue> MatchValue(const Constexpr& c, const YAML::Node& node);
   void ReadLaunch(const YAML::Node& v);
   std::vector<Expr> ReadDims(const YAML::Node& v, const std::string& what);
-  std::optional<Expr> ReadExpr(const YAML::Node& v, const std::string& what);
   void CheckNames();
   void CheckCuda();
   void CheckLaunch();
@@ -71,6 +70,8 @@ class KernelReader {
   // Read in Finish(): it may name constexprs the source adds.
   YAML::Node exclude_{YAML::NodeType::Undefined};
   PendingTritonKeys triton_keys_;
+  // `tune:`, read in Finish(): it names params and constexprs the source adds.
+  YAML::Node tune_key_{YAML::NodeType::Undefined}, tune_{YAML::NodeType::Undefined};
   int errors_before_ = 0;
 };
 
@@ -85,6 +86,10 @@ std::optional<ConstexprValue> ReadConstexprValue(FileReader& r, const YAML::Node
 // false and true, at `loc`: the values of a computed bool the manifest
 // does not restrict.
 std::vector<ConstexprValue> BothBoolValues(const SourceLoc& loc);
+
+// The expression at scalar `v`, parsed with its errors at their columns;
+// nullopt (reported: "<what> must be an integer expression") otherwise.
+std::optional<Expr> ReadExpr(FileReader& r, const YAML::Node& v, const std::string& what);
 
 // What a name in a launch expression or a rule is in kernel `k`.
 NameKind LookUpName(const Kernel& k, const std::string& name);

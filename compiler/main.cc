@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "build.h"
 #include "inspect.h"
 #include "step.h"
 #include "toolchain.h"
+#include "tune_command.h"
 #include "version.h"
 
 namespace {
@@ -42,7 +45,8 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
       {"--work-dir", &o.work_dir},     {"--cache-dir", &o.cache_dir},   {"--depfile", &o.depfile_out},
       {"--root", &o.root},             {"--cuda-root", &o.cuda_root},   {"--archs", &o.archs},
       {"--compress-mode", &o.compress_mode}, {"--python", &o.python},
-      {"--triton-helper", &o.triton_helper}, {"--inventory", &o.inventory_out}, {"-j", &jobs},
+      {"--triton-helper", &o.triton_helper}, {"--inventory", &o.inventory_out}, {"--tuner", &o.tuner_out},
+      {"-j", &jobs},
       {"--ninja", &o.ninja},           {"--nvcc-launcher", &o.nvcc_launcher}, {"--job-memory", &job_memory}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -51,6 +55,7 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     if (a == "--quiet") { o.quiet = true; continue; }
     if (a == "--allow-debug-kernels") { o.allow_debug_kernels = true; continue; }
     if (a == "--allow-outside-root") { o.allow_outside_root = true; continue; }
+    if (a == "--allow-stale-tuning") { o.allow_stale_tuning = true; continue; }
     // Repeatable: each adds a directory.
     if (a == "--python-path" || a.rfind("--python-path=", 0) == 0) {
       if (a == "--python-path" && i + 1 >= args.size()) { error = "--python-path needs a value"; return false; }
@@ -120,6 +125,69 @@ int RunBuildCommand(const std::vector<std::string>& args, bool header_only) {
   return kpack::RunBuild(o, runner, std::cerr);
 }
 
+// Parses the options of `kpack tune` (docs/tuning.md).
+bool ParseTuneArgs(const std::vector<std::string>& args, kpack::TuneOptions& o, std::string& error) {
+  std::string repeats, device;
+  std::vector<std::pair<const char*, std::string*>> flags = {
+      {"--tuner", &o.tuner},   {"-o", &o.out_dir},           {"--report", &o.report_path},
+      {"--repeats", &repeats}, {"--device", &device},         {"--driver", &o.driver},
+      {"--root", &o.root},     {"--python", &o.python},       {"--triton-helper", &o.triton_helper}};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--perf") { o.perf = true; continue; }
+    if (a == "--allow-outside-root") { o.allow_outside_root = true; continue; }
+    // Repeatable.
+    std::vector<std::string>* list = a == "--kernel" ? &o.kernels : a == "--python-path" ? &o.python_path
+                                   : a == "-I" ? &o.include_dirs : nullptr;
+    if (list) {
+      if (i + 1 >= args.size()) { error = a + " needs a value"; return false; }
+      list->push_back(args[++i]);
+      continue;
+    }
+    auto flag = std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return a == f.first; });
+    if (flag != flags.end()) {
+      if (i + 1 >= args.size()) { error = a + " needs a value"; return false; }
+      *flag->second = args[++i];
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') { error = "unknown option " + a; return false; }
+    if (!o.package_path.empty()) { error = "more than one package file given"; return false; }
+    o.package_path = a;
+  }
+  auto number = [](const std::string& text, long lo, long hi, int* out) {
+    char* end = nullptr;
+    long n = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || n < lo || n > hi) return false;
+    *out = static_cast<int>(n);
+    return true;
+  };
+  if (!repeats.empty() && !number(repeats, 1, 100000, &o.repeats))
+    error = "--repeats takes a number from 1 to 100000";
+  else if (!device.empty() && !number(device, 0, 1023, &o.device))
+    error = "--device takes a CUDA device ordinal";
+  else if (o.package_path.empty())
+    error = "no package file given";
+  else if (o.tuner.empty())
+    error = "--tuner is required: the package's tuning harness (Meson builds it as <prefix>-tune)";
+  else if (o.out_dir.empty())
+    error = "-o is required: the directory of the tuning file";
+  if (!error.empty()) return false;
+  if (o.triton_helper.empty()) o.triton_helper = DefaultTritonHelper();
+  return true;
+}
+
+int Tune(const std::vector<std::string>& args) {
+  kpack::TuneOptions o;
+  std::string error;
+  if (!ParseTuneArgs(args, o, error)) {
+    std::cerr << "kpack: error: " << error << "\n";
+    return 2;
+  }
+  o.tty = isatty(STDERR_FILENO) == 1;
+  kpack::ProcessTunerRunner runner;
+  return kpack::RunTune(o, runner, std::cerr);
+}
+
 // One Ninja edge of a build (step.h); not for people to call.
 int Step(const std::vector<std::string>& args) {
   if (args.size() != 1) {
@@ -149,7 +217,9 @@ constexpr Subcommand kSubcommands[] = {
     {"build", Build, "compile a package into header, launchers and embedded fatbins"},
     {"header", Header, "generate only the C header (no CUDA toolkit needed)"},
     {"step", Step, "run one unit or fatbin of a build (Ninja runs this)"},
-    {"inspect", InspectCommand, "list what a libkernels.a, .fatbin or .cubin holds (--json)"},
+    {"inspect", InspectCommand, "list what a libkernels.a, .fatbin or .cubin holds, or the decision\n"
+                                "            tables of an inventory (kernels.json) (--json)"},
+    {"tune", Tune, "time every tuned kernel's builds on this GPU; write a tuning file"},
     {"version", Version, "print the version"},
     {"help", Help, "print this help"},
 };
@@ -166,11 +236,15 @@ int Usage(std::ostream& out, int code) {
          "  --cache-dir DIR         unit cache, shareable (default WORK/cache)\n"
          "  --depfile FILE          write a Make depfile for Ninja\n"
          "  --inventory FILE        write the JSON inventory of the package (build)\n"
+         "  --tuner FILE.c          write the tables of the package's tuning harness\n"
+         "                          (kpack tune; docs/tuning.md)\n"
          "  --allow-debug-kernels   a development build: accept debug kernels that no\n"
          "                          manifest allows (release builds refuse them)\n"
          "  --root DIR              project root (default .): manifests and sources must\n"
          "                          lie inside it; the header banner names paths from it\n"
          "  --allow-outside-root    let manifests name files outside the project root\n"
+         "  --allow-stale-tuning    a tuning file whose kernel's manifest changed since\n"
+         "                          kpack tune is a warning, and the rules decide there\n"
          "  --cuda-root DIR         CUDA Toolkit (default /usr/local/cuda)\n"
          "  --archs LIST            override archs, e.g. sm_80,sm_90\n"
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
@@ -187,7 +261,18 @@ int Usage(std::ostream& out, int code) {
          "  --nvcc-launcher PROG    run nvcc through ccache or sccache\n"
          "  --quiet                 no progress line\n"
          "  -v                      print unit counts\n"
-         "  --perf                  print the time of each pass\n";
+         "  --perf                  print the time of each pass\n"
+         "\ntune options (kpack tune PACKAGE.yaml --tuner TUNER -o DIR; docs/tuning.md):\n"
+         "  --tuner PATH            the package's tuning harness (Meson: <prefix>-tune)\n"
+         "  -o DIR                  write DIR/<gpu>.yaml (the tuning file) and DIR/<gpu>.html\n"
+         "  --kernel NAME           tune only this kernel; repeatable (default: every kernel\n"
+         "                          with a tune: section)\n"
+         "  --repeats N             timed batches per measurement, whose median counts (25)\n"
+         "  --device N              the CUDA device to tune on (0)\n"
+         "  --report FILE.html      the report elsewhere (default DIR/<gpu>.html)\n"
+         "  --root, --allow-outside-root, --python, --triton-helper, --python-path, -I:\n"
+         "                          load the package as kpack build does\n"
+         "  --perf                  print the time of each step\n";
   return code;
 }
 

@@ -10,6 +10,7 @@
 #include "flag_policy.h"
 #include "kernel_reader.h"
 #include "triton_reader.h"
+#include "tuning_reader.h"
 #include "yaml_reader.h"
 
 namespace kpack {
@@ -84,7 +85,7 @@ void ReadIncludeDirs(FileReader& r, const YAML::Node& v, Package& pkg) {
 }
 
 void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
-                       std::vector<std::pair<std::string, YAML::Node>>& kernel_files) {
+                       std::vector<std::pair<std::string, YAML::Node>>& kernel_files, YAML::Node& tuning) {
   for (const auto& entry : root) {
     const std::string key = entry.first.Scalar();
     const YAML::Node& v = entry.second;
@@ -118,6 +119,8 @@ void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
       ReadIncludeDirs(r, v, pkg);
     } else if (key == "assume") {
       ReadAssume(r, v, pkg.assume);
+    } else if (key == "tuning") {
+      tuning = v;  // read once the kernels are (tuning_reader.h)
     } else if (key == "kernels") {
       if (!r.NonEmptySequence(v, "kernels")) continue;
       for (const YAML::Node& item : v)
@@ -205,7 +208,7 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   if (!root) return std::nullopt;
   if (!r.CheckMap(*root, "the package file",
                   {"package", "prefix", "archs", "ptx", "nvcc_flags", "allow_debug", "max_specializations",
-                   "compress", "python_path", "include_dirs", "assume", "kernels"},
+                   "compress", "python_path", "include_dirs", "assume", "kernels", "tuning"},
                   {"package", "archs", "kernels"}))
     return std::nullopt;
   Package pkg;
@@ -213,7 +216,8 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   pkg.python_path = options.python_path;
   pkg.include_dirs = options.include_dirs;
   std::vector<std::pair<std::string, YAML::Node>> kernel_files;
-  ReadPackageFields(r, *root, pkg, kernel_files);
+  YAML::Node tuning(YAML::NodeType::Undefined);
+  ReadPackageFields(r, *root, pkg, kernel_files, tuning);
   if (pkg.prefix.empty()) pkg.prefix = pkg.name;
   if (!options.archs_override.empty()) pkg.archs = options.archs_override;
   if (diag.HasErrors()) return std::nullopt;
@@ -239,6 +243,9 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
     }
     pkg.kernels.push_back(std::move(*kernel));
   }
+  if (diag.HasErrors()) return std::nullopt;
+  // The tuning files name kernels and their tune: sections.
+  if (tuning.IsDefined()) ReadTunings(r, tuning, pkg);
   if (diag.HasErrors()) return std::nullopt;
   return pkg;
 }

@@ -188,6 +188,59 @@ struct TritonFacts {
   int line = 0;                     // of the entry's def
 };
 
+// How `kpack tune` fills a tuning buffer before it times the kernel
+// (docs/manifest.md, "Offline tuning").
+struct TuneFill {
+  enum class Kind {
+    kDefault,  // random in [-1, 1) for float elements, zero for integers
+    kRandom,   // random in [-1, 1) (floats) or random bits (integers)
+    kZero,
+    kRange,    // integers uniform in [lo, hi)
+    kValue,    // every element `value`
+    kStep,     // element i is i * value (offsets of equal-sized rows)
+  };
+  Kind kind = Kind::kDefault;
+  std::optional<Expr> lo, hi;  // kRange
+  std::optional<Expr> value;   // kValue, kStep
+  SourceLoc loc;
+};
+
+// A pointer param's tuning buffer: `count` elements of its pointee type.
+struct TuneBuffer {
+  std::string param;
+  Expr count;
+  TuneFill fill;
+  SourceLoc loc;
+};
+
+// A param that is not a key: its value at a tuning shape.
+struct TuneParam {
+  std::string param;
+  Expr value;
+  SourceLoc loc;
+};
+
+// One key param's tuned values: ascending, distinct, positive.
+struct TuneAxis {
+  std::string param;
+  std::vector<int64_t> values;
+  SourceLoc loc;
+};
+
+// A kernel's `tune:` section: the key params (autotune's `key`), the grid
+// of shapes `kpack tune` times every built specialization at (every
+// combination of the axes' values), the other params' values there, each
+// pointer param's buffer, and which specializations may run at a shape.
+// What it chooses are the kernel's auto constexprs; the others (dtypes)
+// get a table per built combination.
+struct Tune {
+  std::vector<TuneAxis> key;        // in `key:` order; the grid's last axis varies fastest
+  std::vector<TuneParam> params;    // every scalar param that is not a key, in `params:` order (each reads those before it)
+  std::vector<TuneBuffer> buffers;  // every pointer param, in param order
+  std::optional<Expr> valid;        // over params and constexprs; absent: every spec
+  SourceLoc loc;                    // the `tune:` key
+};
+
 struct Kernel {
   std::string name;
   Language language = Language::kCuda;
@@ -235,6 +288,9 @@ struct Kernel {
   SourceLoc variants_loc;
   TritonFacts triton;
 
+  // `tune:` (offline tuning); absent: the auto dispatcher runs the rules.
+  std::optional<Tune> tune;
+
   // The archs the cubins are built for: `archs`, except that Triton builds
   // Hopper and newer for the arch-specific variant (sm_90 as sm_90a), as its
   // own JIT does.
@@ -277,6 +333,52 @@ struct Kernel {
   const Param* FindParam(const std::string& name) const;
 };
 
+// One GPU model's tuning of a package (a tuning file, written by `kpack
+// tune`, read by the build): per tuned kernel and per built combination of
+// its non-auto constexprs, the time of every candidate at every shape.
+struct TunedTable {
+  std::vector<ConstexprValue> combo;  // one per API constexpr that is not auto, in constexpr order
+  SourceLoc loc;
+  // Per shape of the kernel's grid (row-major, last key fastest): the
+  // candidates (indices into TunedKernel::candidates) that may run there,
+  // fastest first, and their median times in microseconds.
+  std::vector<std::vector<std::pair<size_t, double>>> ranking;
+  // As the file wrote `for` (constexpr name, value text, position), read
+  // against the manifest once the build knows it is not stale; and the first
+  // use of each candidate in this table, for "not built" messages.
+  std::vector<std::pair<std::string, std::string>> for_text;
+  std::vector<SourceLoc> for_locs;
+  std::vector<std::pair<size_t, SourceLoc>> uses;
+};
+
+struct TunedKernel {
+  std::string kernel;
+  std::string manifest_hash;   // TuneManifestHash when tuned
+  SourceLoc loc, hash_loc;
+  std::vector<TuneAxis> key;   // the grid it was tuned on
+  std::vector<std::string> tuned;  // the auto constexprs, in constexpr order
+  // Each candidate's values of `tuned`.
+  std::vector<std::vector<int64_t>> candidates;
+  std::vector<TunedTable> tables;
+  bool stale = false;  // the manifest changed since (--allow-stale-tuning)
+  // Each candidate's label as written ("BLOCK=256 num_warps=4") and its
+  // first use; where `key:`, `shapes:` and `tuned:` were written.
+  std::vector<std::string> labels;
+  std::vector<SourceLoc> label_locs;
+  SourceLoc key_loc, shapes_loc, tuned_loc;
+};
+
+struct TuningFile {
+  std::string path;   // as listed in the package file, resolved
+  std::string listed; // as listed, relative to the package file (for the inventory)
+  std::string gpu;    // cuDeviceGetName, e.g. "NVIDIA H100 80GB HBM3"
+  int sm = 0;         // 90
+  std::string driver;         // "580.159.04 (CUDA 13.0)"
+  std::string kpack_version;  // of the kpack that tuned
+  std::vector<TunedKernel> kernels;
+  SourceLoc loc;
+};
+
 struct Package {
   std::string name;
   std::string prefix;
@@ -297,6 +399,9 @@ struct Package {
   // to nvcc as -I.
   std::vector<std::string> include_dirs;
   std::vector<Kernel> kernels;
+  // `tuning:` files, in the package file's order: the first that matches a
+  // device's model wins, then the first with its sm.
+  std::vector<TuningFile> tunings;
   SourceLoc loc;
 };
 

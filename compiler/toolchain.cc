@@ -12,7 +12,8 @@ extern char** environ;
 
 namespace kpack {
 
-ToolResult ProcessRunner::Run(const std::vector<std::string>& argv) {
+ToolResult RunStreaming(const std::vector<std::string>& argv,
+                        const std::function<void(const char* data, size_t size)>& on_output) {
   ToolResult result;
   if (argv.empty()) {
     result.spawn_error = "empty command";
@@ -47,18 +48,23 @@ ToolResult ProcessRunner::Run(const std::vector<std::string>& argv) {
     ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    result.output.append(buffer, static_cast<size_t>(n));
+    on_output(buffer, static_cast<size_t>(n));
   }
   close(pipe_fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.exit_code = 128 + WTERMSIG(status);
-    result.output += "\n(" + argv[0] + " was killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-  }
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.signal = WTERMSIG(status), result.exit_code = 128 + result.signal;
+  return result;
+}
+
+ToolResult ProcessRunner::Run(const std::vector<std::string>& argv) {
+  std::string output;
+  ToolResult result = RunStreaming(argv, [&output](const char* data, size_t size) { output.append(data, size); });
+  result.output = std::move(output);
+  if (result.signal != 0)
+    result.output += "\n(" + argv[0] + " was killed by signal " + std::to_string(result.signal) + ")";
   return result;
 }
 

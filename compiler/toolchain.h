@@ -6,6 +6,7 @@
 // the seam tests use to fake the toolkit.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ struct ToolResult {
   int exit_code = -1;         // the tool's exit status; -1 when not run
   std::string output;         // stdout and stderr, interleaved
   std::string spawn_error;    // non-empty when the tool could not be started
+  int signal = 0;             // the signal that killed it (exit_code 128 + signal); 0: none
   bool ok() const { return spawn_error.empty() && exit_code == 0; }
 };
 
@@ -31,6 +33,14 @@ class ProcessRunner : public ToolRunner {
  public:
   ToolResult Run(const std::vector<std::string>& argv) override;
 };
+
+// Runs argv as ProcessRunner does, handing its output (stdout and stderr,
+// interleaved) to on_output chunk by chunk as it comes, rather than
+// keeping it: for a child whose progress matters while it runs.  The
+// result's output is empty; exit_code is 128 + N for a child killed by
+// signal N.
+ToolResult RunStreaming(const std::vector<std::string>& argv,
+                        const std::function<void(const char* data, size_t size)>& on_output);
 
 // Runs argv with this process's stdout and stderr, so a child that draws a
 // progress line (Ninja) reaches the terminal live.  Returns the exit code,

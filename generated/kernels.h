@@ -60,6 +60,24 @@ extern const kernels_vector_add_config kernels_vector_add_configs[KERNELS_VECTOR
  */
 kpack_status kernels_vector_add(kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, const void *y, void *out, int64_t n);
 
+/*
+ * Launches vector_add as kernels_vector_add() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = 256
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's n (docs/tuning.md).
+ * The other arguments are kernels_vector_add()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_vector_add() returns.
+ */
+kpack_status kernels_vector_add_auto(kpack_stream stream, kpack_dtype T, const void *x, const void *y, void *out, int64_t n);
+
 /* vector_add with T=f32, BLOCK=128; SASS for sm_80,sm_90. */
 kpack_status kernels_vector_add_f32_b128(kpack_stream stream, const float *x, const float *y, float *out, int64_t n);
 
@@ -118,6 +136,24 @@ extern const kernels_giou_loss_config kernels_giou_loss_configs[KERNELS_GIOU_LOS
  */
 kpack_status kernels_giou_loss(kpack_stream stream, kpack_dtype T, int BLOCK, const void *preds, const void *targets, void *giou, uint8_t *valid, int64_t num_boxes);
 
+/*
+ * Launches giou_loss as kernels_giou_loss() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = 256
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's num_boxes (docs/tuning.md).
+ * The other arguments are kernels_giou_loss()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_giou_loss() returns.
+ */
+kpack_status kernels_giou_loss_auto(kpack_stream stream, kpack_dtype T, const void *preds, const void *targets, void *giou, uint8_t *valid, int64_t num_boxes);
+
 /* giou_loss with T=f32, BLOCK=128; SASS for sm_80,sm_90. */
 kpack_status kernels_giou_loss_f32_b128(kpack_stream stream, const float *preds, const float *targets, float *giou, uint8_t *valid, int64_t num_boxes);
 
@@ -171,6 +207,25 @@ extern const kernels_attention_mask_fill_config kernels_attention_mask_fill_conf
  * otherwise what the typed launcher returns.
  */
 kpack_status kernels_attention_mask_fill(kpack_stream stream, kpack_dtype T, int CAUSAL, int TILE, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, void *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
+
+/*
+ * Launches attention_mask_fill as kernels_attention_mask_fill() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   TILE = max_q_len * max_kv_len >= 16384 ? 16384 : 4096
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's num_requests, max_q_len and max_kv_len
+ * (docs/tuning.md).
+ * The other arguments are kernels_attention_mask_fill()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_attention_mask_fill() returns.
+ */
+kpack_status kernels_attention_mask_fill_auto(kpack_stream stream, kpack_dtype T, int CAUSAL, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, void *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
 
 /* attention_mask_fill with T=f32, CAUSAL=true, TILE=4096; SASS for sm_80,sm_90. */
 kpack_status kernels_attention_mask_fill_f32_causal_t4096(kpack_stream stream, const int32_t *q_len, const int32_t *kv_len, const int64_t *mask_offsets, float *mask, int32_t num_requests, int32_t max_q_len, int32_t max_kv_len);
@@ -247,6 +302,10 @@ kpack_status kernels_softmax(kpack_stream stream, kpack_dtype T, int BLOCK, cons
  * by their rules (auto: in the manifest) from this call's arguments:
  *   BLOCK = cols <= 32768 / sizeof(T) ? 256 : rows < device.num_sms ? 1024 : 512
  * (device.num_sms: of the calling thread's current device).
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's rows and cols (docs/tuning.md).
  * The other arguments are kernels_softmax()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -320,6 +379,27 @@ extern const kernels_cross_entropy_config kernels_cross_entropy_configs[KERNELS_
  */
 kpack_status kernels_cross_entropy(kpack_stream stream, kpack_dtype T, int BLOCK, const void *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
+/*
+ * Launches cross_entropy as kernels_cross_entropy() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = vocab <= 32768 / sizeof(T) ? 256 : rows < device.num_sms ? 1024 : 512
+ * (device.num_sms: of the calling thread's current device).
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's rows and vocab (docs/tuning.md).
+ * The other arguments are kernels_cross_entropy()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_cross_entropy() returns.
+ * The rules read sizeof(T): a T that was not built gives
+ * KPACK_ERROR_NO_SPECIALIZATION too, listing those that were.
+ */
+kpack_status kernels_cross_entropy_auto(kpack_stream stream, kpack_dtype T, const void *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
 /* cross_entropy with T=f32, BLOCK=256; SASS for sm_80,sm_90. */
 kpack_status kernels_cross_entropy_f32_b256(kpack_stream stream, const float *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
@@ -391,6 +471,24 @@ extern const kernels_vector_add_triton_config kernels_vector_add_triton_configs[
  * otherwise what the typed launcher returns.
  */
 kpack_status kernels_vector_add_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *x, const void *y, void *out, int64_t n);
+
+/*
+ * Launches vector_add_triton as kernels_vector_add_triton() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = 4096
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's n (docs/tuning.md).
+ * The other arguments are kernels_vector_add_triton()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_vector_add_triton() returns.
+ */
+kpack_status kernels_vector_add_triton_auto(kpack_stream stream, kpack_dtype T, int num_warps, const void *x, const void *y, void *out, int64_t n);
 
 /* vector_add_triton with T=f32, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
 kpack_status kernels_vector_add_triton_f32_b2048_w4(kpack_stream stream, const float *x, const float *y, float *out, int64_t n);
@@ -570,6 +668,25 @@ extern const kernels_softmax_triton_config kernels_softmax_triton_configs[KERNEL
  */
 kpack_status kernels_softmax_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *inp, void *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
+/*
+ * Launches softmax_triton as kernels_softmax_triton() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = cols <= 1024 ? 1024 : cols <= 4096 ? 4096 : cols <= 8192 ? 8192 : cols <= 32768 ? 32768 : 8192
+ *   num_warps = BLOCK >= 8192 ? 16 : 4
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's rows and cols (docs/tuning.md).
+ * The other arguments are kernels_softmax_triton()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_softmax_triton() returns.
+ */
+kpack_status kernels_softmax_triton_auto(kpack_stream stream, kpack_dtype T, const void *inp, void *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
+
 /* softmax_triton with T=f32, BLOCK=1024, num_warps=4; SASS for sm_80,sm_90a. */
 kpack_status kernels_softmax_triton_f32_b1024_w4(kpack_stream stream, const float *inp, float *out, int64_t rows, int64_t cols, int64_t in_row_stride, int64_t out_row_stride);
 
@@ -650,6 +767,25 @@ extern const kernels_cross_entropy_triton_config kernels_cross_entropy_triton_co
  * otherwise what the typed launcher returns.
  */
 kpack_status kernels_cross_entropy_triton(kpack_stream stream, kpack_dtype T, int BLOCK, int num_warps, const void *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
+
+/*
+ * Launches cross_entropy_triton as kernels_cross_entropy_triton() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = vocab <= 2048 ? 2048 : 4096
+ *   num_warps = BLOCK == 4096 ? 8 : 4
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the fastest candidate that is valid at the grid
+ * shape nearest to this call's rows and vocab (docs/tuning.md).
+ * The other arguments are kernels_cross_entropy_triton()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_cross_entropy_triton() returns.
+ */
+kpack_status kernels_cross_entropy_triton_auto(kpack_stream stream, kpack_dtype T, const void *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
 /* cross_entropy_triton with T=f32, BLOCK=2048, num_warps=4; SASS for sm_80,sm_90a. */
 kpack_status kernels_cross_entropy_triton_f32_b2048_w4(kpack_stream stream, const float *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);

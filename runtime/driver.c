@@ -36,6 +36,8 @@ _Static_assert(_Generic(&cuCtxGetDevice, kpack_pfn_ctx_get_device: 1, default: 0
                "cuCtxGetDevice");
 _Static_assert(_Generic(&cuDeviceGetAttribute, kpack_pfn_device_get_attribute: 1, default: 0),
                "cuDeviceGetAttribute");
+_Static_assert(_Generic(&cuDeviceGetName, kpack_pfn_device_get_name: 1, default: 0),
+               "cuDeviceGetName");
 _Static_assert(_Generic(&cuMemGetInfo, kpack_pfn_mem_get_info: 1, default: 0),
                "cuMemGetInfo_v2");
 _Static_assert(_Generic(&cuLibraryLoadData, kpack_pfn_library_load_data: 1, default: 0),
@@ -86,6 +88,7 @@ static const char *const k_lazy_symbols[KPACK_LAZY_COUNT] = {
     [KPACK_LAZY_KERNEL_SET_ATTRIBUTE] = "cuKernelSetAttribute",
     [KPACK_LAZY_DEVICE_GET_ATTRIBUTE] = "cuDeviceGetAttribute",
     [KPACK_LAZY_LAUNCH_KERNEL_EX] = "cuLaunchKernelEx",
+    [KPACK_LAZY_DEVICE_GET_NAME] = "cuDeviceGetName",
 };
 
 _Atomic(const kpack_driver *) kpack_rt_driver_table;
@@ -332,6 +335,7 @@ KPACK_LAZY_GETTER(kpack_pfn_device_get_attribute, kpack_rt_device_get_attribute,
                   KPACK_LAZY_DEVICE_GET_ATTRIBUTE)
 KPACK_LAZY_GETTER(kpack_pfn_launch_kernel_ex, kpack_rt_launch_kernel_ex,
                   KPACK_LAZY_LAUNCH_KERNEL_EX)
+KPACK_LAZY_GETTER(kpack_pfn_device_get_name, kpack_rt_device_get_name, KPACK_LAZY_DEVICE_GET_NAME)
 
 /* See driver.h. */
 kpack_status kpack_rt_fail_missing(kpack_lazy_entry e) {

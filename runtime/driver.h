@@ -22,6 +22,7 @@ typedef CUresult (*kpack_pfn_get_error_name)(CUresult error, const char **name);
 typedef CUresult (*kpack_pfn_ctx_get_device)(CUdevice *device);
 typedef CUresult (*kpack_pfn_device_get_attribute)(int *value, CUdevice_attribute attribute,
                                                    CUdevice device);
+typedef CUresult (*kpack_pfn_device_get_name)(char *name, int len, CUdevice device);
 typedef CUresult (*kpack_pfn_mem_get_info)(size_t *free_bytes, size_t *total_bytes);
 typedef CUresult (*kpack_pfn_library_load_data)(CUlibrary *library, const void *code,
                                                 CUjit_option *jit_options, void **jit_values,
@@ -73,6 +74,8 @@ typedef struct kpack_driver {
  * first use failed (kpack_runtime.c, "Why the arch check waits for a
  * failure"), and cuLaunchKernelEx only for a kpack_launch_ex with launch
  * attributes (one without any launches through cuLaunchKernel).
+ * cuDeviceGetName is read once per device, by the first call of a tuned
+ * auto dispatcher there (kpack_tuning_select).
  */
 typedef enum kpack_lazy_entry {
   KPACK_LAZY_GET_ERROR_NAME,       /* cuGetErrorName */
@@ -81,6 +84,7 @@ typedef enum kpack_lazy_entry {
   KPACK_LAZY_KERNEL_SET_ATTRIBUTE, /* cuKernelSetAttribute */
   KPACK_LAZY_DEVICE_GET_ATTRIBUTE, /* cuDeviceGetAttribute */
   KPACK_LAZY_LAUNCH_KERNEL_EX,     /* cuLaunchKernelEx (legacy default stream) */
+  KPACK_LAZY_DEVICE_GET_NAME,      /* cuDeviceGetName */
   KPACK_LAZY_COUNT
 } kpack_lazy_entry;
 
@@ -138,6 +142,7 @@ kpack_pfn_library_unload kpack_rt_library_unload(const kpack_driver *d);
 kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver *d);
 kpack_pfn_device_get_attribute kpack_rt_device_get_attribute(const kpack_driver *d);
 kpack_pfn_launch_kernel_ex kpack_rt_launch_kernel_ex(const kpack_driver *d);
+kpack_pfn_device_get_name kpack_rt_device_get_name(const kpack_driver *d);
 
 /*
  * Fails with KPACK_ERROR_DRIVER_TOO_OLD (CUresult 0) for lazy entry point

@@ -212,7 +212,9 @@ kpack_status kpack_init(void);
 
 /*
  * Unloads every library this runtime loaded (cuLibraryUnload) and forgets
- * the driver, so that the next launch starts from scratch.  For leak
+ * the driver, and what it learned of the devices (attributes, names, and
+ * which tuning each auto dispatcher chose for them), so that the next
+ * launch starts from scratch.  For leak
  * checkers and tests; engines never need it.  NOT thread-safe: no other
  * thread may be inside a kpack call.  Returns KPACK_SUCCESS or the status of
  * the first failed unload.

@@ -191,6 +191,56 @@ kpack_status kpack_launch_ex(const kpack_kernel *k, kpack_stream stream,
  */
 kpack_status kpack_device_attribute(const char *who, int which, int64_t *value);
 
+/*
+ * The tunings of one tuned kernel (the tuning files of its package that
+ * have decision tables for it: kpack tune, docs/tuning.md), for
+ * kpack_tuning_select: each one's GPU model, as cuDeviceGetName names it,
+ * and sm (10*major + minor), in the package file's order.  A generated auto
+ * dispatcher defines one, static, as {count, gpus, sms, {0}, NULL, 0};
+ * only the runtime reads or writes `cache`, `next` and `listed`.
+ */
+typedef struct kpack_tuning_set {
+  int count;
+  const char *const *gpus;
+  const int *sms;
+  /* Per device: 0 until chosen, then 1 + (index + 1): 1 for none. */
+  _Atomic int cache[KPACK_MAX_DEVICES];
+  /* Sets with a choice cached, so kpack_unload_all can forget them;
+     guarded by the runtime's lock. */
+  struct kpack_tuning_set *next;
+  int listed;
+} kpack_tuning_set;
+
+/*
+ * Chooses the tuning of `set` that applies to the device of the calling
+ * thread's current context, into *index: the first whose gpu is the
+ * device's name (cuDeviceGetName), else the first whose sm is the device's
+ * compute capability, else none (-1).  A tuned auto dispatcher calls it on
+ * every call, before its tables; `who` (the auto dispatcher's name; NULL:
+ * "kpack_tuning_select") starts the detail of a failure.
+ *
+ * Finds the driver and the device as kpack_launch does (loading the driver
+ * on first use; cuCtxGetDevice on every call).  The choice is cached per
+ * (set, device) in set->cache, so after the first call on a device the
+ * path is cuCtxGetDevice and one atomic load: no lock, no other driver
+ * call.  The first call reads the device's name, once per device and
+ * process (cached, like its compute capability, which is read only when no
+ * name matches), under a lock; racing first calls store the same choice.
+ * kpack_unload_all() forgets the names and every set's choices.
+ *
+ * Thread-safe.  Returns KPACK_SUCCESS, or with the thread's detail and
+ * CUresult set (and *index -1): KPACK_ERROR_INVALID_ARGUMENT (NULL `set` or
+ * `index`, a negative count, or no gpus or sms); the driver load's
+ * statuses; KPACK_ERROR_NO_CONTEXT (no current context);
+ * KPACK_ERROR_INTERNAL (a device ordinal beyond KPACK_MAX_DEVICES);
+ * KPACK_ERROR_DRIVER_TOO_OLD (no cuDeviceGetName, or no cuDeviceGetAttribute
+ * where the sm is needed); KPACK_ERROR_DRIVER when cuDeviceGetName fails
+ * ("<who>: cuDeviceGetName on device 0 failed: NAME (code)") or the compute
+ * capability cannot be read (kpack_device_attribute's detail for device.sm).
+ * A failure is not cached: the next call asks again.
+ */
+kpack_status kpack_tuning_select(const char *who, kpack_tuning_set *set, int *index);
+
 /* Kinds of constexpr value, for kpack_fail_no_specialization. */
 #define KPACK_CONSTEXPR_INT 0
 #define KPACK_CONSTEXPR_BOOL 1

@@ -106,6 +106,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Dynamic shared memory a kernel may use without raising its limit. */
 #define KPACK_DEFAULT_SMEM_LIMIT (48u * 1024u)
@@ -982,6 +983,157 @@ kpack_status kpack_device_attribute(const char *who, int which, int64_t *value) 
   return read_device_attribute(d, who, which, dev, value);
 }
 
+/* ---- Tunings ------------------------------------------------------------------ */
+
+/* Room for a device's name, as cuDeviceGetName writes it (NVIDIA's are
+   under 100 bytes; a longer one is cut, and then matches no tuning). */
+#define KPACK_DEVICE_NAME_SIZE 256
+
+/*
+ * Each device's name, read once per device and process by the first
+ * kpack_tuning_select there: g_device_name[dev] is written under
+ * g_tuning_lock while g_device_name_ready[dev] is 0, and published by a
+ * release store of 1 that the readers' acquire load pairs with, so a
+ * reader that sees 1 sees the whole name.  kpack_unload_all clears the
+ * flags (the next driver may name its devices otherwise).
+ */
+static char g_device_name[KPACK_MAX_DEVICES][KPACK_DEVICE_NAME_SIZE];
+static _Atomic(int) g_device_name_ready[KPACK_MAX_DEVICES];
+
+/* Serializes reading names and listing sets.  Never held on the hot path,
+   and never together with g_load_lock. */
+static pthread_mutex_t g_tuning_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The sets with a choice cached, for kpack_unload_all; guarded by
+   g_tuning_lock. */
+static kpack_tuning_set *g_tuning_sets;
+
+/*
+ * Cold path: the name of `dev` into *name (static storage), from the cache
+ * or else the driver.  On failure records KPACK_ERROR_DRIVER_TOO_OLD (no
+ * cuDeviceGetName) or KPACK_ERROR_DRIVER naming the call.
+ */
+static kpack_status device_name(const kpack_driver *d, const char *who, CUdevice dev,
+                                const char **name) {
+  *name = g_device_name[dev];
+  if (atomic_load_explicit(&g_device_name_ready[dev], memory_order_acquire)) {
+    return KPACK_SUCCESS;
+  }
+  kpack_pfn_device_get_name get_name = kpack_rt_device_get_name(d);
+  if (get_name == NULL) {
+    return kpack_rt_fail_missing(KPACK_LAZY_DEVICE_GET_NAME);
+  }
+  kpack_status s = KPACK_SUCCESS;
+  pthread_mutex_lock(&g_tuning_lock);
+  if (!atomic_load_explicit(&g_device_name_ready[dev], memory_order_relaxed)) {
+    char *out = g_device_name[dev];
+    CUresult r = get_name(out, KPACK_DEVICE_NAME_SIZE, dev);
+    out[KPACK_DEVICE_NAME_SIZE - 1] = '\0';
+    if (r != CUDA_SUCCESS) {
+      s = fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuDeviceGetName on device %d", who, (int)dev);
+    } else {
+      atomic_store_explicit(&g_device_name_ready[dev], 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_tuning_lock);
+  return s;
+}
+
+/*
+ * Cold path of kpack_tuning_select: the first call for `set` on `dev`.
+ * Matches the device's name, then (only if none matches) its compute
+ * capability, caches the choice and lists the set for kpack_unload_all.
+ */
+static kpack_status select_tuning(const kpack_driver *d, const char *who, kpack_tuning_set *set,
+                                  CUdevice dev, int *index) {
+  const char *name = NULL;
+  kpack_status s = device_name(d, who, dev, &name);
+  if (s != KPACK_SUCCESS) {
+    return s;
+  }
+  int chosen = -1;
+  for (int i = 0; i < set->count && chosen < 0; ++i) {
+    if (set->gpus[i] != NULL && strcmp(set->gpus[i], name) == 0) {
+      chosen = i;
+    }
+  }
+  if (chosen < 0 && set->count > 0) {
+    /* Cached with the other attributes: the arch check shares it. */
+    int64_t cc = atomic_load_explicit(&g_device_cc[dev], memory_order_relaxed);
+    if (cc == 0 && (s = read_device_attribute(d, who, KPACK_DEVICE_ATTR_SM, dev, &cc)) != KPACK_SUCCESS) {
+      return s;
+    }
+    for (int i = 0; i < set->count && chosen < 0; ++i) {
+      if (set->sms[i] == cc) {
+        chosen = i;
+      }
+    }
+  }
+  pthread_mutex_lock(&g_tuning_lock);
+  if (!set->listed) {
+    set->listed = 1;
+    set->next = g_tuning_sets;
+    g_tuning_sets = set;
+  }
+  /* Relaxed: the index means the same to every thread, and orders nothing. */
+  atomic_store_explicit(&set->cache[dev], chosen + 2, memory_order_relaxed);
+  pthread_mutex_unlock(&g_tuning_lock);
+  *index = chosen;
+  return KPACK_SUCCESS;
+}
+
+/*
+ * See kpack_internal.h.  After the first call for `set` on a device, the
+ * path is the launch's: an acquire load of the driver table,
+ * cuCtxGetDevice, then one relaxed load.
+ */
+kpack_status kpack_tuning_select(const char *who, kpack_tuning_set *set, int *index) {
+  if (who == NULL) {
+    who = "kpack_tuning_select";
+  }
+  if (index != NULL) {
+    *index = -1;
+  }
+  if (set == NULL || index == NULL || set->count < 0 ||
+      (set->count > 0 && (set->gpus == NULL || set->sms == NULL))) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: kpack_tuning_select needs a tuning set (with its gpus and sms) and "
+                         "a place for the index",
+                         who);
+  }
+  const kpack_driver *d = kpack_rt_driver();
+  CUdevice dev = 0;
+  kpack_status s = d == NULL ? load_driver(who, &d, &dev) : current_device(d, who, &dev);
+  if (s != KPACK_SUCCESS) {
+    return s;
+  }
+  int cached = atomic_load_explicit(&set->cache[dev], memory_order_relaxed);
+  if (cached != 0) {
+    *index = cached - 2;
+    return KPACK_SUCCESS;
+  }
+  return select_tuning(d, who, set, dev, index);
+}
+
+/* Forgets every device name and every set's choices (kpack_unload_all). */
+static void forget_tunings(void) {
+  pthread_mutex_lock(&g_tuning_lock);
+  for (int dev = 0; dev < KPACK_MAX_DEVICES; ++dev) {
+    atomic_store_explicit(&g_device_name_ready[dev], 0, memory_order_relaxed);
+  }
+  kpack_tuning_set *next = NULL;
+  for (kpack_tuning_set *set = g_tuning_sets; set != NULL; set = next) {
+    next = set->next;
+    for (int dev = 0; dev < KPACK_MAX_DEVICES; ++dev) {
+      atomic_store_explicit(&set->cache[dev], 0, memory_order_relaxed);
+    }
+    set->next = NULL;
+    set->listed = 0;
+  }
+  g_tuning_sets = NULL;
+  pthread_mutex_unlock(&g_tuning_lock);
+}
+
 /* ---- Introspection and control ------------------------------------------------ */
 
 /* See kpack_internal.h.  Reads only the immutable descriptor: no driver. */
@@ -1050,6 +1202,8 @@ kpack_status kpack_unload_all(void) {
   atomic_store_explicit(&g_libraries_loaded, 0, memory_order_relaxed);
   atomic_store_explicit(&g_functions_resolved, 0, memory_order_relaxed);
   pthread_mutex_unlock(&g_load_lock);
+  /* The next driver's devices may be other models (tests switch fakes). */
+  forget_tunings();
   kpack_rt_driver_unload();
   return first;
 }

@@ -669,9 +669,16 @@ int run_launch(const std::string& fatbin_dir) {
          const cudaError_t e = bench_chevrons_vector_add_f32_b128_checked(stream, x, y, out, n);
          if (e != cudaSuccess) [[unlikely]] fail_cuda(e, "<<<>>> + cudaGetLastError");
        })},
+      // The auto dispatcher: the tuning table of this device (or the rule)
+      // picks BLOCK for n, then the dispatcher launches it.  Its pick may
+      // differ from b128; a launch's host cost does not depend on BLOCK.
+      {"kpack_auto", timed([=] {
+         const kpack_status st = kernels_vector_add_auto(stream, KPACK_DTYPE_F32, x, y, out, n);
+         if (st != KPACK_SUCCESS) [[unlikely]] fail_kpack(st, "kernels_vector_add_auto");
+       })},
   };
   const size_t nv = variants.size();
-  enum { kRaw = 0, kTyped = 1, kChevrons = 2, kDispatcher = 3, kChecked = 4 };
+  enum { kRaw = 0, kTyped = 1, kChevrons = 2, kDispatcher = 3, kChecked = 4, kAuto = 5 };
 
   // The first launch of each variant loads its code (kpack's library, the
   // runtime's module); it must also compute the right thing.
@@ -733,6 +740,8 @@ int run_launch(const std::string& fatbin_dir) {
         .emit();
   }
   for (const Pair& p : {Pair{"dispatcher_minus_typed", kDispatcher, kTyped},
+                        Pair{"auto_minus_dispatcher", kAuto, kDispatcher},
+                        Pair{"auto_minus_typed", kAuto, kTyped},
                         Pair{"kpack_typed_minus_raw", kTyped, kRaw},
                         Pair{"cuda_chevrons_checked_minus_unchecked", kChecked, kChevrons}}) {
     const Stats s = paired(per[p.a], per[p.b], minus);

@@ -45,7 +45,7 @@ TEST_CASE("unknown key") {
   CHECK(LoadErrors(std::string(kKernel) + "blok: 3\n") ==
         "k.yaml:15:1: error: unknown key 'blok' in a kernel manifest (expected one of: kernel, language, "
         "source, module, entry, doc, constexprs, options, params, exclude, launch, archs, ptx, nvcc_flags, debug, "
-        "allow_debug, autotune, variants, load, assume)\n");
+        "allow_debug, autotune, variants, load, assume, tune)\n");
 }
 
 TEST_CASE("duplicate key, which YAML itself accepts") {

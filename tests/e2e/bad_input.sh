@@ -76,7 +76,7 @@ build && cp out/e2e.h before.h
 # 3. A malformed manifest: one error line, exit 1, outputs untouched.
 sed -i 's/entry: k/entry: k\nentyr: k/' m/k.yaml
 build; rc=$?
-if [ $rc -eq 1 ] && [ "$(cat log)" = "m/k.yaml:4:1: error: unknown key 'entyr' in a kernel manifest (expected one of: kernel, language, source, module, entry, doc, constexprs, options, params, exclude, launch, archs, ptx, nvcc_flags, debug, allow_debug, autotune, variants, load, assume)" ] \
+if [ $rc -eq 1 ] && [ "$(cat log)" = "m/k.yaml:4:1: error: unknown key 'entyr' in a kernel manifest (expected one of: kernel, language, source, module, entry, doc, constexprs, options, params, exclude, launch, archs, ptx, nvcc_flags, debug, allow_debug, autotune, variants, load, assume, tune)" ] \
    && cmp -s before.h out/e2e.h; then
   pass "malformed manifest: one located error, exit 1, outputs untouched"
 else

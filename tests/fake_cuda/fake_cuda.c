@@ -7,7 +7,7 @@
  * API of CUDA 12, to stand in for a driver that is too old; and (with
  * FAKE_CUDA_LEAN_DRIVER) libfakecuda_lean.so with only the entry points the
  * runtime resolves when it loads the driver (no cuInit, cuGetErrorName,
- * cuDeviceGetAttribute, cuMemGetInfo_v2, cuLibraryUnload,
+ * cuDeviceGetAttribute, cuDeviceGetName, cuMemGetInfo_v2, cuLibraryUnload,
  * cuKernelSetAttribute or cuLaunchKernelEx), to show which
  * those are and what the runtime does when it finds one of the others
  * missing on first use.
@@ -48,6 +48,7 @@ enum {
   FN_GET_ERROR_NAME,
   FN_CTX_GET_DEVICE,
   FN_DEVICE_GET_ATTRIBUTE,
+  FN_DEVICE_GET_NAME,
   FN_MEM_GET_INFO,
   FN_LIBRARY_LOAD_DATA,
   FN_LIBRARY_GET_KERNEL,
@@ -65,6 +66,7 @@ static const char *const k_fn_names[FN_COUNT] = {
     "cuGetErrorName",
     "cuCtxGetDevice",
     "cuDeviceGetAttribute",
+    "cuDeviceGetName",
     "cuMemGetInfo_v2",
     "cuLibraryLoadData",
     "cuLibraryGetKernel",
@@ -122,6 +124,11 @@ static _Atomic(int) g_max_smem_optin = 227 * 1024;
 #define FAKE_CUDA_ATTRIBUTE_SLOTS 256
 static _Atomic(int) g_attributes[FAKE_CUDA_MAX_DEVICES][FAKE_CUDA_ATTRIBUTE_SLOTS];
 static _Atomic(int) g_last_smem_attribute;
+/* Each device's name (fake_cuda_set_device_name).  Plain memory: tests
+   set names before the threads that read them start, and only
+   cuDeviceGetName reads them, so a race here would be the test's. */
+#define FAKE_CUDA_NAME_SIZE 128
+static char g_device_names[FAKE_CUDA_MAX_DEVICES][FAKE_CUDA_NAME_SIZE];
 static _Atomic(const void *) g_last_image;
 /* Whether the last successful cuLibraryLoadData was told the image is
    preserved; whether library options are refused, as by a driver older than
@@ -295,6 +302,32 @@ EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
               : 0;
     break;
   }
+  return CUDA_SUCCESS;
+}
+
+/* The name set with fake_cuda_set_device_name, cut to `len` bytes with its
+   NUL, as the driver does. */
+EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev) {
+  count_call(FN_DEVICE_GET_NAME, dev);
+  CUresult r = take_failure(FN_DEVICE_GET_NAME);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (name == NULL || len <= 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!device_exists(dev)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  size_t n = strlen(g_device_names[dev]);
+  if (n >= (size_t)len) {
+    n = (size_t)len - 1;
+  }
+  memcpy(name, g_device_names[dev], n);
+  name[n] = '\0';
   return CUDA_SUCCESS;
 }
 
@@ -902,6 +935,7 @@ EXPORT void fake_cuda_reset(void) {
                           memory_order_relaxed);
     atomic_store_explicit(&g_attributes[d][CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE], 40 << 20,
                           memory_order_relaxed);
+    snprintf(g_device_names[d], FAKE_CUDA_NAME_SIZE, "%s", "NVIDIA A100-SXM4-40GB");
   }
   atomic_store_explicit(&g_initialized, 0, memory_order_relaxed);
   atomic_store_explicit(&g_device_count, 1, memory_order_relaxed);
@@ -939,6 +973,12 @@ EXPORT void fake_cuda_set_device_attribute(int device, int attribute, int value)
   if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES && attribute >= 0 &&
       attribute < FAKE_CUDA_ATTRIBUTE_SLOTS) {
     atomic_store_explicit(&g_attributes[device][attribute], value, memory_order_relaxed);
+  }
+}
+
+EXPORT void fake_cuda_set_device_name(int device, const char *name) {
+  if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES && name != NULL) {
+    snprintf(g_device_names[device], FAKE_CUDA_NAME_SIZE, "%s", name);
   }
 }
 

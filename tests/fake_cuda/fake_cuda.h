@@ -93,7 +93,8 @@ typedef struct fake_cuda_launch {
 /* The control functions, as resolved by fake_cuda_bind(). */
 typedef struct fake_cuda_api {
   /* Forgets all libraries, counters, failures and settings: 1 device of
-     compute capability 8.0 with 108 multiprocessors and 40 MiB of L2,
+     compute capability 8.0 named "NVIDIA A100-SXM4-40GB" (every device
+     is), with 108 multiprocessors and 40 MiB of L2,
      current on every thread; no delay; 1 GiB free of 16 GiB; 227 KiB
      opt-in shared memory.  Marks CUDA uninitialized
      (cuInit or set_initialized must be called again).  Call only while the runtime has
@@ -161,6 +162,9 @@ typedef struct fake_cuda_api {
      shared memory, which have their setters) on `device`; unset ones read
      0. */
   void (*set_device_attribute)(int device, int attribute, int value);
+  /* What cuDeviceGetName answers for `device` (up to 127 bytes).  Set it
+     before the threads that launch start. */
+  void (*set_device_name)(int device, const char *name);
 } fake_cuda_api;
 
 /*
@@ -176,7 +180,8 @@ static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
       "fake_cuda_last_image", "fake_cuda_last_smem_attribute", "fake_cuda_stream",
       "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized",
       "fake_cuda_set_launch_hook", "fake_cuda_last_load_preserved",
-      "fake_cuda_set_reject_library_options", "fake_cuda_set_device_attribute"};
+      "fake_cuda_set_reject_library_options", "fake_cuda_set_device_attribute",
+      "fake_cuda_set_device_name"};
   /* The members are function pointers in declaration order, all of the size
      of void * (POSIX), so they are filled as an array; memcpy because C and
      C++ have no portable void * to function pointer conversion. */

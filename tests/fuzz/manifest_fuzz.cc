@@ -3,7 +3,8 @@
 // and UBSan.  Build and run: tests/fuzz/README.md.
 //
 // Input: the kernel manifest k.yaml, optionally followed by more files, each
-// introduced by a line "#file: NAME".  kpack.yaml (the package file), va.cuh
+// introduced by a line "#file: NAME" (a package file listing tuning files
+// under tuning:, and the tuning files, fuzz those too).  kpack.yaml (the package file), va.cuh
 // and va.py exist unless the input replaces them, so most inputs reach the
 // kernel reader; an input can also replace the package file to fuzz it.
 //
@@ -25,6 +26,7 @@
 #include "fs_util.h"
 #include "manifest.h"
 #include "plan.h"
+#include "tuning_reader.h"
 
 namespace {
 
@@ -112,6 +114,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The product limit is the manifest's to raise; keep each input fast.
   pkg->max_specializations = std::min<uint64_t>(pkg->max_specializations, 256);
   std::vector<kpack::Specialization> specs = kpack::Expand(*pkg, diag);
+  if (diag.HasErrors()) {
+    CheckDiagnostics(diag);
+    return 0;
+  }
+  // Tuning files (an input's "#file: kpack.yaml" lists them under
+  // tuning:): stale ones as errors, then, on a copy, as warnings with their
+  // tables dropped; the tables that stand go into the launchers below.
+  kpack::Package lenient = *pkg;
+  std::vector<kpack::Specialization> lenient_specs = kpack::Expand(lenient, diag);
+  kpack::Diagnostics lenient_diag;
+  kpack::CheckTunings(lenient, lenient_specs, true, lenient_diag);
+  kpack::CheckTunings(*pkg, specs, false, diag);
   if (diag.HasErrors()) {
     CheckDiagnostics(diag);
     return 0;

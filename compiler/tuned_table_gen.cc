@@ -1,0 +1,434 @@
+// tuned_table_gen.cc - the decision tables of an auto dispatcher, in
+// generated C: see tuned_table_gen.h for what the code does.
+#include "tuned_table_gen.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+
+#include "codegen_text.h"
+#include "tuning_reader.h"
+
+namespace kpack::codegen {
+namespace {
+
+using Combo = std::vector<ConstexprValue>;
+
+// A candidate's `valid` in one combination: folded (always, never) or a
+// C expression the call evaluates.
+struct Validity {
+  enum class Kind { kAlways, kNever, kRuntime };
+  Kind kind = Kind::kAlways;
+  std::string c;  // kRuntime: EmitExprC's text
+};
+
+// The values `valid` sees for one candidate in one combination: the
+// candidate's auto constexprs, the combination's other API constexprs, and
+// any constexpr every build shares; params are the call's.  The bindings
+// refer to the arguments, which must outlive them.
+ExprBindings ValidBindings(const Kernel& k, const Combo& combo, const std::vector<int64_t>& candidate) {
+  const std::vector<size_t> axes = ForAxes(k);
+  // The value of constexpr `i`, if it is one of those.
+  auto value = [&k, &combo, &candidate, axes](size_t i) -> std::optional<ConstexprValue> {
+    const Constexpr& c = k.constexprs[i];
+    if (c.Auto()) {
+      size_t j = 0;
+      for (size_t x = 0; x < i; ++x) j += k.constexprs[x].Auto() ? 1 : 0;
+      ConstexprValue v;
+      v.integer = candidate[j];
+      return v;
+    }
+    for (size_t j = 0; j < axes.size(); ++j)
+      if (axes[j] == i) return combo[j];
+    if (!c.in_api && !c.Computed() && c.values.size() == 1) return c.values[0];
+    return std::nullopt;
+  };
+  auto index = [&k](const std::string& name) -> std::optional<size_t> {
+    for (size_t i = 0; i < k.constexprs.size(); ++i)
+      if (k.constexprs[i].name == name) return i;
+    return std::nullopt;
+  };
+  ExprBindings b;
+  b.constant = [&k, value, index](const std::string& name) -> std::optional<int64_t> {
+    std::optional<size_t> i = index(name);
+    if (!i) return std::nullopt;
+    const ConstexprKind kind = k.constexprs[*i].kind;
+    if (kind != ConstexprKind::kInt && kind != ConstexprKind::kBool) return std::nullopt;
+    std::optional<ConstexprValue> v = value(*i);
+    return v ? std::optional<int64_t>(v->integer) : std::nullopt;
+  };
+  b.size_of = [value, index](const std::string& name) -> int64_t {
+    std::optional<size_t> i = index(name);
+    std::optional<ConstexprValue> v = i ? value(*i) : std::nullopt;
+    return v ? Info(v->dtype).size : 0;
+  };
+  return b;
+}
+
+// The C test that the dispatcher's argument `c` has value `v`.
+std::string ComboTest(const Constexpr& c, const ConstexprValue& v) {
+  switch (c.kind) {
+    case ConstexprKind::kDtype: return c.name + " == " + std::string(Info(v.dtype).enumerator);
+    case ConstexprKind::kBool: return v.integer ? c.name + " != 0" : c.name + " == 0";
+    case ConstexprKind::kStr: return c.name + " != NULL && strcmp(" + c.name + ", " + CString(v.text) + ") == 0";
+    case ConstexprKind::kFloat: {
+      // %.17g reads back as the same double, as the dispatcher compares.
+      char text[40];
+      std::snprintf(text, sizeof text, "%.17g", v.real);
+      std::string literal = text;
+      if (literal.find_first_of(".eEn") == std::string::npos) literal += ".0";
+      return c.name + " == " + literal;
+    }
+    case ConstexprKind::kInt: break;
+  }
+  return c.name + " == " + std::to_string(v.integer);
+}
+
+// The ranking entry type and its end marker, for `count` candidates.
+std::pair<std::string, std::string> RankType(size_t count) {
+  if (count < 0xff) return {"uint8_t", "255"};
+  if (count < 0xffff) return {"uint16_t", "65535"};
+  return {"uint32_t", "4294967295u"};
+}
+
+class TableWriter {
+ public:
+  TableWriter(const Package& pkg, const Kernel& k, const std::vector<const Specialization*>& specs,
+              const std::string& who)
+      : pkg_(pkg), k_(k), who_(who), tunings_(TablesFor(pkg, k)), axes_(ForAxes(k)) {
+    for (const auto& [file, tk] : tunings_)
+      for (const std::vector<int64_t>& values : tk->candidates)
+        if (std::find(candidates_.begin(), candidates_.end(), values) == candidates_.end())
+          candidates_.push_back(values);
+    // Combinations with a table somewhere, in the order of the builds.
+    for (const Specialization* s : specs) {
+      Combo combo;
+      for (size_t axis : axes_) combo.push_back(s->values[axis]);
+      if (FindCombo(combo) < combos_.size() || !AnyTable(combo)) continue;
+      combos_.push_back(std::move(combo));
+    }
+    for (const Combo& combo : combos_) {
+      std::vector<Validity> row;
+      for (const std::vector<int64_t>& candidate : candidates_) row.push_back(Valid(combo, candidate));
+      validity_.push_back(std::move(row));
+    }
+  }
+
+  std::string Write() {
+    if (tunings_.empty() || combos_.empty()) return "";
+    out_ += "  /* The choice of the decision tables (kpack tune; docs/tuning.md), where a\n"
+            "     tuning applies to this device, it has a table for this combination and\n"
+            "     a candidate of the cell nearest this call is valid; else the rules. */\n  {\n";
+    WriteSelect();
+    out_ += "    if (kpack_tuning >= 0) {\n";
+    WriteCandidates();
+    WriteRanks();
+    WriteCell();
+    out_ += "      int kpack_pick = -1;\n";
+    if (axes_.empty()) {
+      WriteCombo(0, "      ");
+    } else {
+      for (size_t i = 0; i < combos_.size(); ++i) {
+        std::vector<std::string> tests;
+        for (size_t j = 0; j < axes_.size(); ++j) tests.push_back(ComboTest(k_.constexprs[axes_[j]], combos_[i][j]));
+        const std::string test = tests.size() == 1 ? tests[0] : "(" + Join(tests, ") && (") + ")";
+        out_ += (i == 0 ? "      if (" : "      } else if (") + test + ") {\n";
+        WriteCombo(i, "        ");
+      }
+      out_ += "      }\n";
+    }
+    out_ += "      if (kpack_pick >= 0)\n        return " + Call() + ";\n";
+    out_ += "    }\n  }\n";
+    return out_;
+  }
+
+ private:
+  bool AnyTable(const Combo& combo) const {
+    for (const auto& [file, tk] : tunings_)
+      if (FindTable(*tk, combo)) return true;
+    return false;
+  }
+
+  size_t FindCombo(const Combo& combo) const {
+    for (size_t i = 0; i < combos_.size(); ++i)
+      if (std::equal(combos_[i].begin(), combos_[i].end(), combo.begin(), SameValue)) return i;
+    return combos_.size();
+  }
+
+  static const TunedTable* FindTable(const TunedKernel& tk, const Combo& combo) {
+    for (const TunedTable& t : tk.tables)
+      if (std::equal(t.combo.begin(), t.combo.end(), combo.begin(), SameValue)) return &t;
+    return nullptr;
+  }
+
+  size_t GlobalCandidate(const TunedKernel& tk, size_t local) const {
+    return static_cast<size_t>(std::find(candidates_.begin(), candidates_.end(), tk.candidates[local]) -
+                               candidates_.begin());
+  }
+
+  Validity Valid(const Combo& combo, const std::vector<int64_t>& candidate) const {
+    if (!k_.tune || !k_.tune->valid) return {};
+    ExprBindings b = ValidBindings(k_, combo, candidate);
+    if (std::optional<int64_t> v = EvaluateExpr(*k_.tune->valid, b))
+      return {*v != 0 ? Validity::Kind::kAlways : Validity::Kind::kNever, ""};
+    return {Validity::Kind::kRuntime, EmitExprC(*k_.tune->valid, b)};
+  }
+
+  // A cell's ranking as the tables hold it: global candidates, fastest
+  // first, without those never valid, ending at the first always valid.
+  std::vector<size_t> Ranking(size_t combo, const TunedKernel& tk,
+                              const std::vector<std::pair<size_t, double>>& ranking) const {
+    std::vector<size_t> out;
+    for (const auto& [local, us] : ranking) {
+      size_t c = GlobalCandidate(tk, local);
+      const Validity::Kind kind = validity_[combo][c].kind;
+      if (kind == Validity::Kind::kNever) continue;
+      out.push_back(c);
+      if (kind == Validity::Kind::kAlways) break;
+    }
+    return out;
+  }
+
+  void WriteSelect() {
+    std::vector<std::string> gpus, sms;
+    for (const auto& [file, tk] : tunings_) {
+      gpus.push_back(CString(file->gpu));
+      sms.push_back(std::to_string(file->sm));
+    }
+    const std::string n = std::to_string(tunings_.size());
+    out_ += "    /* The tunings with tables for " + CommentText(k_.name) + ", in the package file's order. */\n";
+    out_ += "    static const char *const kpack_gpus[" + n + "] = {" + Join(gpus, ", ") + "};\n";
+    out_ += "    static const int kpack_sms[" + n + "] = {" + Join(sms, ", ") + "};\n";
+    out_ += "    static kpack_tuning_set kpack_tunings = {" + n + ", kpack_gpus, kpack_sms, {0}, NULL, 0};\n";
+    out_ += "    int kpack_tuning = -1;\n";
+    out_ += "    kpack_status kpack_tuning_st = kpack_tuning_select(" + CString(who_) +
+            ", &kpack_tunings, &kpack_tuning);\n";
+    out_ += "    if (kpack_tuning_st != KPACK_SUCCESS)\n      return kpack_tuning_st;\n";
+  }
+
+  void WriteCandidates() {
+    std::vector<std::string> names, rows;
+    for (const Constexpr& c : k_.constexprs)
+      if (c.Auto()) names.push_back(c.name);
+    for (const std::vector<int64_t>& values : candidates_) {
+      std::vector<std::string> parts;
+      for (int64_t v : values) parts.push_back(std::to_string(v));
+      rows.push_back("{" + Join(parts, ", ") + "}");
+    }
+    out_ += "      /* The candidates: values of " + Join(names, ", ") + ". */\n";
+    out_ += "      static const int kpack_candidates[" + std::to_string(candidates_.size()) + "][" +
+            std::to_string(names.size()) + "] = {" + Join(rows, ", ") + "};\n";
+  }
+
+  // Every (tuning, combination) table, one row per cell of the grid; each
+  // row the cell's Ranking, padded with the end marker to the longest.
+  void WriteRanks() {
+    std::vector<std::vector<std::vector<size_t>>> tables;  // [table][cell] -> ranking
+    std::vector<std::string> titles;
+    first_.assign(combos_.size(), std::vector<int64_t>(tunings_.size(), -1));
+    ranked_.assign(combos_.size(), {});
+    size_t width = 1, rows = 0;
+    for (size_t ci = 0; ci < combos_.size(); ++ci)
+      for (size_t ti = 0; ti < tunings_.size(); ++ti) {
+        const TunedTable* t = FindTable(*tunings_[ti].second, combos_[ci]);
+        if (!t) continue;
+        first_[ci][ti] = static_cast<int64_t>(rows);
+        std::vector<std::vector<size_t>> cells;
+        for (const auto& ranking : t->ranking) {
+          cells.push_back(Ranking(ci, *tunings_[ti].second, ranking));
+          width = std::max(width, cells.back().size());
+          ranked_[ci].insert(cells.back().begin(), cells.back().end());
+        }
+        rows += cells.size();
+        tables.push_back(std::move(cells));
+        std::string combo = ComboText(k_, combos_[ci]);
+        titles.push_back(CommentText(tunings_[ti].first->gpu) + " (sm_" + std::to_string(tunings_[ti].first->sm) + ")" +
+                         (combo.empty() ? "" : ", " + CommentText(combo)));
+      }
+    width_ = width;
+    const auto [type, end] = RankType(candidates_.size());
+    end_ = end;
+    type_ = type;
+    // A line per value of the other keys, where the last has few values.
+    const size_t per_line = std::min<size_t>(k_.tune->key.back().values.size(), 8);
+    out_ += "      /* Per tuning and combination, the ranking of each cell of the grid\n"
+            "         (" + GridText() + "), fastest first, as far as the first candidate\n"
+            "         whose valid always holds; " + end + " ends one. */\n";
+    out_ += "      static const " + type + " kpack_ranks[" + std::to_string(rows) + "][" + std::to_string(width) +
+            "] = {\n";
+    for (size_t t = 0; t < tables.size(); ++t) {
+      out_ += "          /* " + titles[t] + " */\n";
+      for (size_t cell = 0; cell < tables[t].size(); ++cell) {
+        std::vector<std::string> parts;
+        for (size_t i = 0; i < width; ++i)
+          parts.push_back(i < tables[t][cell].size() ? std::to_string(tables[t][cell][i]) : end);
+        out_ += (cell % per_line == 0 ? "          " : " ") + std::string("{") + Join(parts, ", ") + "},";
+        if (cell % per_line == per_line - 1 || cell + 1 == tables[t].size()) out_ += "\n";
+      }
+    }
+    out_ += "      };\n";
+  }
+
+  std::string GridText() const {
+    std::vector<std::string> names, sizes;
+    for (const TuneAxis& a : k_.tune->key) {
+      names.push_back(a.param);
+      sizes.push_back(std::to_string(a.values.size()));
+    }
+    return Join(names, " x ") + ": " + Join(sizes, " x ");
+  }
+
+  // kpack_cell: the index of the grid's shape nearest the call, per key
+  // param by its thresholds (a sum of comparisons, or for long axes a
+  // binary search of a table of them), row-major.
+  void WriteCell() {
+    out_ += "      /* The shape of the grid nearest this call, in log space: between\n"
+            "         neighbours a < b, a value goes to b from ceil(sqrt(a * b)) on. */\n";
+    std::vector<std::string> terms;
+    size_t stride = 1;
+    const std::vector<TuneAxis>& key = k_.tune->key;
+    for (size_t a = key.size(); a-- > 0;) {
+      const TuneAxis& axis = key[a];
+      const Param* p = k_.FindParam(axis.param);
+      const std::string type(Info(p->type.scalar).c_type);
+      const std::string suffix = type[0] == 'u' ? "u" : "";
+      std::vector<std::string> thresholds;
+      for (size_t i = 0; i + 1 < axis.values.size(); ++i)
+        thresholds.push_back(std::to_string(NearestThreshold(axis.values[i], axis.values[i + 1])) + suffix);
+      std::string index;
+      if (thresholds.empty()) {
+        index = "";
+      } else if (thresholds.size() <= kMaxCompares) {
+        std::vector<std::string> compares;
+        for (const std::string& t : thresholds) compares.push_back("(" + axis.param + " >= " + t + ")");
+        index = "(size_t)(" + Join(compares, " + ") + ")";
+      } else {
+        index = "kpack_at_" + axis.param;
+        const std::string n = std::to_string(thresholds.size());
+        out_ += "      size_t " + index + " = 0;\n      {\n";
+        out_ += "        static const " + type + " kpack_thresholds[" + n + "] = {" + Join(thresholds, ", ") + "};\n";
+        out_ += "        size_t kpack_hi = " + n + ";\n";
+        out_ += "        while (" + index + " < kpack_hi) {\n";
+        out_ += "          const size_t kpack_mid = " + index + " + (kpack_hi - " + index + ") / 2;\n";
+        out_ += "          if (" + axis.param + " >= kpack_thresholds[kpack_mid])\n";
+        out_ += "            " + index + " = kpack_mid + 1;\n          else\n            kpack_hi = kpack_mid;\n";
+        out_ += "        }\n      }\n";
+      }
+      if (!index.empty()) terms.push_back(stride == 1 ? index : index + " * " + std::to_string(stride));
+      stride *= axis.values.size();
+    }
+    std::reverse(terms.begin(), terms.end());
+    out_ += "      const size_t kpack_cell = " + (terms.empty() ? std::string("0") : Join(terms, " + ")) + ";\n";
+  }
+
+  // The branch of combination `ci`: its table in the selected tuning, if
+  // any, and the cell's first valid candidate.
+  void WriteCombo(size_t ci, const std::string& indent) {
+    std::vector<std::string> first;
+    for (int64_t f : first_[ci]) first.push_back(std::to_string(f));
+    out_ += indent + "static const int32_t kpack_first[" + std::to_string(first.size()) + "] = {" + Join(first, ", ") +
+            "};  /* per tuning, its table's first row; -1: none */\n";
+    out_ += indent + "if (kpack_first[kpack_tuning] >= 0) {\n";
+    out_ += indent + "  const " + type_ + " *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];\n";
+    std::vector<size_t> runtime;  // the combination's tables' candidates whose valid the call decides
+    for (size_t c : ranked_[ci])
+      if (validity_[ci][c].kind == Validity::Kind::kRuntime) runtime.push_back(c);
+    if (runtime.empty()) {
+      // The first candidate of every ranking is valid (or there is none).
+      out_ += indent + "  if (kpack_rank[0] != " + end_ + ")\n" + indent + "    kpack_pick = (int)kpack_rank[0];\n";
+      out_ += indent + "}\n";
+      return;
+    }
+    bool bad = false;
+    for (size_t c : runtime) bad = bad || validity_[ci][c].c.find("&kpack_bad") != std::string::npos;
+    const std::string in = indent + "    ";
+    out_ += indent + "  /* The first candidate whose valid holds here (" + CommentText(FormatExpr(*k_.tune->valid)) +
+            "); one that fails (division by zero, overflow) does not. */\n";
+    out_ += indent + "  for (size_t kpack_i = 0; kpack_i < " + std::to_string(width_) +
+            " && kpack_pick < 0 && kpack_rank[kpack_i] != " + end_ + "; ++kpack_i) {\n";
+    if (bad) out_ += in + "int kpack_bad = 0;\n";
+    out_ += in + "int64_t kpack_valid = 1;\n";
+    out_ += in + "switch (kpack_rank[kpack_i]) {\n";
+    for (size_t c : runtime)
+      out_ += in + "  case " + std::to_string(c) + ":\n" + in + "    kpack_valid = " + validity_[ci][c].c + ";\n" + in +
+              "    break;\n";
+    out_ += in + "  default:\n" + in + "    break;  /* valid always holds */\n" + in + "}\n";
+    out_ += in + "if (kpack_valid != 0" + (bad ? std::string(" && !kpack_bad") : "") + ")\n";
+    out_ += in + "  kpack_pick = (int)kpack_rank[kpack_i];\n";
+    out_ += indent + "  }\n" + indent + "}\n";
+  }
+
+  std::string Call() const {
+    std::vector<std::string> args = {"stream"};
+    if (k_.launch.pdl == Pdl::kPerCall) args.push_back("pdl");
+    size_t j = 0;
+    for (const Constexpr& c : k_.constexprs) {
+      if (c.Auto() && c.InApi()) args.push_back("kpack_candidates[kpack_pick][" + std::to_string(j) + "]");
+      else if (c.InApi()) args.push_back(c.name);
+      if (c.Auto()) ++j;
+    }
+    for (const Param& p : k_.params) args.push_back(p.name);
+    return pkg_.prefix + "_" + k_.name + "(" + Join(args, ", ") + ")";
+  }
+
+  // Sums of comparisons up to this many thresholds per key; a binary
+  // search beyond.
+  static constexpr size_t kMaxCompares = 16;
+
+  const Package& pkg_;
+  const Kernel& k_;
+  const std::string who_;
+  const std::vector<std::pair<const TuningFile*, const TunedKernel*>> tunings_;
+  const std::vector<size_t> axes_;
+  std::vector<std::vector<int64_t>> candidates_;      // every tuning's, by first appearance
+  std::vector<Combo> combos_;                          // with a table somewhere, in build order
+  std::vector<std::vector<Validity>> validity_;        // [combo][candidate]
+  std::vector<std::vector<int64_t>> first_;            // [combo][tuning] -> first row, -1
+  std::vector<std::set<size_t>> ranked_;               // [combo] -> candidates its tables hold
+  size_t width_ = 1;
+  std::string type_, end_;
+  std::string out_;
+};
+
+}  // namespace
+
+int64_t NearestThreshold(int64_t a, int64_t b) {
+  using u128 = unsigned __int128;
+  const u128 product = static_cast<u128>(a) * static_cast<u128>(b);
+  // The least t in [a, b] with t * t >= a * b: a <= sqrt(a * b) <= b.
+  uint64_t lo = static_cast<uint64_t>(a), hi = static_cast<uint64_t>(b);
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (static_cast<u128>(mid) * mid >= product) hi = mid;
+    else lo = mid + 1;
+  }
+  return static_cast<int64_t>(lo);
+}
+
+std::vector<std::pair<const TuningFile*, const TunedKernel*>> TablesFor(const Package& pkg, const Kernel& k) {
+  std::vector<std::pair<const TuningFile*, const TunedKernel*>> out;
+  if (!k.tune) return out;
+  for (const TuningFile& file : pkg.tunings)
+    for (const TunedKernel& tk : file.kernels)
+      if (tk.kernel == k.name && !tk.stale && !tk.tables.empty() && tk.candidates.size() == tk.labels.size())
+        out.emplace_back(&file, &tk);
+  return out;
+}
+
+std::string TunedChoiceSource(const Package& pkg, const Kernel& k, const std::vector<const Specialization*>& specs,
+                              const std::string& who) {
+  return TableWriter(pkg, k, specs, who).Write();
+}
+
+std::set<std::string> TunedDeviceAttributes(const Package& pkg, const Kernel& k) {
+  if (TablesFor(pkg, k).empty() || !k.tune->valid) return {};
+  return DeviceAttributesUsed(*k.tune->valid);
+}
+
+std::set<std::string> TunedFunctionsUsed(const Kernel& k) {
+  if (!k.tune || !k.tune->valid) return {};
+  return FunctionsUsed(*k.tune->valid);
+}
+
+}  // namespace kpack::codegen
