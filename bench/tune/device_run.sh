@@ -29,7 +29,7 @@ case "$phase" in
 tune)
   start=$(date +%s.%N)
   "$kp/kpack" tune manifests/kpack.yaml --tuner "$kp/kernels-tune" -o "$OUT" --root . --perf \
-    --triton-helper "$kp/triton_helper.py" 2> "$OUT/tune.log"
+    --triton-helper compiler/triton_helper.py 2> "$OUT/tune.log"
   end=$(date +%s.%N)
   echo "kpack tune of the bundled package: $(python3 -c "print(round($end - $start, 1))") s wall" | tee -a "$OUT/device.txt"
   tail -5 "$OUT/tune.log"

@@ -9,7 +9,7 @@ set -eu
 build=$1 static=$2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-cp "$static/compiler/kpack" "$static/compiler/triton_helper.py" "$stage/"
+cp "$static/compiler/kpack" "$stage/"
 # The static kpack still links libzstd dynamically (llvm-config --system-libs).
 cp -L /lib/x86_64-linux-gnu/libzstd.so.1 "$stage/"
 cp "$build/manifests/kernels-tune" "$build/bench/launch/kpack_launch_bench" "$stage/"
