@@ -346,8 +346,8 @@ std::string AutoDispatcherDecl(const Package& pkg, const Kernel& k) {
       key += (i == 0 ? "" : i + 1 == k.tune->key.size() ? " and " : ", ") + k.tune->key[i].param;
     out += CommentLines("Where a tuning file (kpack tune) of the package has a decision table for this kernel on "
                         "the calling thread's device (its model, else its sm), the table chooses them instead: the "
-                        "fastest candidate that is valid at the grid shape nearest to this call's " +
-                        key + " (docs/tuning.md).");
+                        "candidate, valid for this call, whose worst slowdown over the tuned shapes that enclose this "
+                        "call's " + key + " is least (docs/tuning.md).");
   }
   out += " * The other arguments are " + base + "()'s.  No allocation; thread-safe.\n *\n";
   out += " * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,\n"

@@ -795,8 +795,10 @@ static double uniform01(uint64_t seed, uint64_t n) {
 }
 
 /* w->key: each key log-uniform between its grid's first and last value,
-   rounded; a point of the grid itself is drawn again (it was tuned). */
-static void untuned_key(shape_work *w, uint64_t seed, uint64_t *draws) {
+   rounded (to a multiple of `multiple`, as engines' shapes often are, where
+   that stays within the grid); a point of the grid itself is drawn again
+   (it was tuned). */
+static void untuned_key(shape_work *w, uint64_t seed, int64_t multiple, uint64_t *draws) {
   const kpack_tune_kernel *k = w->k;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     int on_grid = 1;
@@ -804,6 +806,8 @@ static void untuned_key(shape_work *w, uint64_t seed, uint64_t *draws) {
       const double lo = (double)k->grid[i][0], hi = (double)k->grid[i][k->grid_sizes[i] - 1];
       const double v = exp(log(lo) + (log(hi) - log(lo)) * uniform01(seed, (*draws)++));
       w->key[i] = (int64_t)llround(v);
+      const int64_t rounded = (w->key[i] + multiple / 2) / multiple * multiple;
+      if (rounded >= k->grid[i][0] && rounded <= k->grid[i][k->grid_sizes[i] - 1]) w->key[i] = rounded;
       int listed = 0;
       for (int g = 0; g < k->grid_sizes[i]; ++g) listed |= k->grid[i][g] == w->key[i];
       on_grid &= listed;
@@ -816,7 +820,7 @@ static void untuned_key(shape_work *w, uint64_t seed, uint64_t *draws) {
 /* Times every valid candidate and the auto dispatcher at `count` untuned
    shapes per (kernel, combination), printing "eval" lines. */
 static int eval(const kpack_tune_package *pkg, const int *selected, int num_selected, int count, uint64_t seed,
-                int repeats, int ordinal, int read_proc) {
+                int64_t multiple, int repeats, int ordinal, int read_proc) {
   load_driver();
   device d;
   memset(&d, 0, sizeof d);
@@ -835,7 +839,7 @@ static int eval(const kpack_tune_package *pkg, const int *selected, int num_sele
     uint64_t draws = 0;
     for (w.combo = 0; w.combo < k->num_combos; ++w.combo)
       for (int e = 0; e < count; ++e) {
-        untuned_key(&w, seed, &draws);
+        untuned_key(&w, seed, multiple, &draws);
         params_at_key(&w, d.attrs);
         size_buffers(&w, d.attrs, d.attrs[KPACK_TUNE_DEVICE_L2_BYTES]);
         if ((uint64_t)w.footprint * (uint64_t)w.sets > d.free_bytes)
@@ -878,7 +882,7 @@ int main(int argc, char **argv) {
     fail(NULL, "the tables are of tune ABI %d, this main of %d", pkg->abi, KPACK_TUNE_ABI);
   int mode = 0; /* 1: --list, 2: --run, 3: --eval */
   int repeats = 25, ordinal = 0, num_selected = 0, read_proc = 1, eval_count = 0;
-  long seed = 1;
+  long seed = 1, multiple = 1;
   static int chosen[MAX_KERNELS], selected[MAX_KERNELS];
   if (pkg->num_kernels > MAX_KERNELS) fail(NULL, "more than %d kernels", MAX_KERNELS);
   for (int i = 1; i < argc; ++i) {
@@ -887,6 +891,8 @@ int main(int argc, char **argv) {
       mode = a[2] == 'l' ? 1 : 2;
     } else if (strcmp(a, "--eval") == 0) {
       mode = 3, eval_count = (int)parse_number(a, value, 1, 100000), ++i;
+    } else if (strcmp(a, "--eval-multiple") == 0) {
+      multiple = parse_number(a, value, 1, 1 << 20), ++i;
     } else if (strcmp(a, "--seed") == 0) {
       seed = parse_number(a, value, 0, 2147483647), ++i;
     } else if (strcmp(a, "--repeats") == 0) {
@@ -900,17 +906,18 @@ int main(int argc, char **argv) {
       read_proc = 0;
       kpack_set_driver_path_for_testing(value); /* before any kpack call */
     } else {
-      fail(NULL, "unknown argument '%s' (usage: %s --list | --run | --eval N [--seed S] [--kernel NAME]... [--repeats N] [--device N])", a,
+      fail(NULL, "unknown argument '%s' (usage: %s --list | --run | --eval N [--seed S] [--eval-multiple M] [--kernel NAME]... [--repeats N] [--device N])", a,
            argv[0]);
     }
   }
-  if (mode == 0) fail(NULL, "usage: %s --list | --run | --eval N [--seed S] [--kernel NAME]... [--repeats N] [--device N]",
+  if (mode == 0) fail(NULL, "usage: %s --list | --run | --eval N [--seed S] [--eval-multiple M] [--kernel NAME]... [--repeats N] [--device N]",
                       argv[0]);
   if (mode == 1) return list(pkg);
   const int all = num_selected == 0;
   num_selected = 0;
   for (int i = 0; i < pkg->num_kernels; ++i)
     if (all || chosen[i]) selected[num_selected++] = i;
-  if (mode == 3) return eval(pkg, selected, num_selected, eval_count, (uint64_t)seed, repeats, ordinal, read_proc);
+  if (mode == 3)
+    return eval(pkg, selected, num_selected, eval_count, (uint64_t)seed, multiple, repeats, ordinal, read_proc);
   return run(pkg, selected, num_selected, repeats, ordinal, read_proc);
 }

@@ -3,6 +3,7 @@
 #include "tuned_table_gen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -119,7 +120,7 @@ class TableWriter {
     if (tunings_.empty() || combos_.empty()) return "";
     out_ += "  /* The choice of the decision tables (kpack tune; docs/tuning.md), where a\n"
             "     tuning applies to this device, it has a table for this combination and\n"
-            "     a candidate of the cell nearest this call is valid; else the rules. */\n  {\n";
+            "     a candidate of this call's region cell is valid; else the rules. */\n  {\n";
     WriteSelect();
     out_ += "    if (kpack_tuning >= 0) {\n";
     WriteCandidates();
@@ -221,13 +222,19 @@ class TableWriter {
             std::to_string(names.size()) + "] = {" + Join(rows, ", ") + "};\n";
   }
 
-  // Every (tuning, combination) table, one row per cell of the grid; each
-  // row the cell's Ranking, padded with the end marker to the longest.
+  // Every (tuning, combination) table, one row per cell of the regions
+  // (RegionCount per key, row-major); each row the cell's Ranking of its
+  // MinimaxRanking, padded with the end marker to the longest.
   void WriteRanks() {
     std::vector<std::vector<std::vector<size_t>>> tables;  // [table][cell] -> ranking
     std::vector<std::string> titles;
     first_.assign(combos_.size(), std::vector<int64_t>(tunings_.size(), -1));
     ranked_.assign(combos_.size(), {});
+    std::vector<size_t> grid, regions;
+    for (const TuneAxis& a : k_.tune->key) {
+      grid.push_back(a.values.size());
+      regions.push_back(RegionCount(a.values.size()));
+    }
     size_t width = 1, rows = 0;
     for (size_t ci = 0; ci < combos_.size(); ++ci)
       for (size_t ti = 0; ti < tunings_.size(); ++ti) {
@@ -235,7 +242,7 @@ class TableWriter {
         if (!t) continue;
         first_[ci][ti] = static_cast<int64_t>(rows);
         std::vector<std::vector<size_t>> cells;
-        for (const auto& ranking : t->ranking) {
+        for (const std::vector<std::pair<size_t, double>>& ranking : RegionRankings(t->ranking, grid)) {
           cells.push_back(Ranking(ci, *tunings_[ti].second, ranking));
           width = std::max(width, cells.back().size());
           ranked_[ci].insert(cells.back().begin(), cells.back().end());
@@ -250,11 +257,12 @@ class TableWriter {
     const auto [type, end] = RankType(candidates_.size());
     end_ = end;
     type_ = type;
-    // A line per value of the other keys, where the last has few values.
-    const size_t per_line = std::min<size_t>(k_.tune->key.back().values.size(), 8);
-    out_ += "      /* Per tuning and combination, the ranking of each cell of the grid\n"
-            "         (" + GridText() + "), fastest first, as far as the first candidate\n"
-            "         whose valid always holds; " + end + " ends one. */\n";
+    // A line per value of the other keys' regions, where the last has few.
+    const size_t per_line = std::min<size_t>(regions.back(), 9);
+    out_ += "      /* Per tuning and combination, the ranking of each region cell (" + GridText() + "),\n"
+            "         best first by the worst slowdown over the tuned shapes enclosing\n"
+            "         the cell, as far as the first candidate whose valid always holds;\n"
+            "         " + end + " ends one. */\n";
     out_ += "      static const " + type + " kpack_ranks[" + std::to_string(rows) + "][" + std::to_string(width) +
             "] = {\n";
     for (size_t t = 0; t < tables.size(); ++t) {
@@ -274,17 +282,19 @@ class TableWriter {
     std::vector<std::string> names, sizes;
     for (const TuneAxis& a : k_.tune->key) {
       names.push_back(a.param);
-      sizes.push_back(std::to_string(a.values.size()));
+      sizes.push_back(std::to_string(RegionCount(a.values.size())));
     }
     return Join(names, " x ") + ": " + Join(sizes, " x ");
   }
 
-  // kpack_cell: the index of the grid's shape nearest the call, per key
-  // param by its thresholds (a sum of comparisons, or for long axes a
-  // binary search of a table of them), row-major.
+  // kpack_cell: the index of the call's region cell, row-major.  Per key
+  // param its region (RegionOf): for a short grid the number of its
+  // 2n - 2 comparisons that hold (v > g0, v >= g1, v > g1, ..., v >= g(n-1):
+  // each implies the ones before it), else a binary search of the grid.
   void WriteCell() {
-    out_ += "      /* The shape of the grid nearest this call, in log space: between\n"
-            "         neighbours a < b, a value goes to b from ceil(sqrt(a * b)) on. */\n";
+    out_ += "      /* Per key, the call's region of its grid g0 < g1 < ...: 2i where it\n"
+            "         equals gi (or lies beyond the grid's end), 2i + 1 strictly between\n"
+            "         gi and g(i+1). */\n";
     std::vector<std::string> terms;
     size_t stride = 1;
     const std::vector<TuneAxis>& key = k_.tune->key;
@@ -293,30 +303,41 @@ class TableWriter {
       const Param* p = k_.FindParam(axis.param);
       const std::string type(Info(p->type.scalar).c_type);
       const std::string suffix = type[0] == 'u' ? "u" : "";
-      std::vector<std::string> thresholds;
-      for (size_t i = 0; i + 1 < axis.values.size(); ++i)
-        thresholds.push_back(std::to_string(NearestThreshold(axis.values[i], axis.values[i + 1])) + suffix);
+      const size_t n = axis.values.size();
+      std::vector<std::string> grid;
+      for (int64_t v : axis.values) grid.push_back(std::to_string(v) + suffix);
       std::string index;
-      if (thresholds.empty()) {
+      if (n == 1) {
         index = "";
-      } else if (thresholds.size() <= kMaxCompares) {
+      } else if (2 * n - 2 <= kMaxCompares) {
         std::vector<std::string> compares;
-        for (const std::string& t : thresholds) compares.push_back("(" + axis.param + " >= " + t + ")");
+        for (size_t i = 0; i + 1 < n; ++i) {
+          compares.push_back("(" + axis.param + " > " + grid[i] + ")");
+          compares.push_back("(" + axis.param + " >= " + grid[i + 1] + ")");
+        }
         index = "(size_t)(" + Join(compares, " + ") + ")";
       } else {
         index = "kpack_at_" + axis.param;
-        const std::string n = std::to_string(thresholds.size());
-        out_ += "      size_t " + index + " = 0;\n      {\n";
-        out_ += "        static const " + type + " kpack_thresholds[" + n + "] = {" + Join(thresholds, ", ") + "};\n";
-        out_ += "        size_t kpack_hi = " + n + ";\n";
-        out_ += "        while (" + index + " < kpack_hi) {\n";
-        out_ += "          const size_t kpack_mid = " + index + " + (kpack_hi - " + index + ") / 2;\n";
-        out_ += "          if (" + axis.param + " >= kpack_thresholds[kpack_mid])\n";
-        out_ += "            " + index + " = kpack_mid + 1;\n          else\n            kpack_hi = kpack_mid;\n";
-        out_ += "        }\n      }\n";
+        const std::string count = std::to_string(n);
+        // kpack_lo: the number of grid values below the call's (lower bound).
+        out_ += "      size_t " + index + ";\n      {\n";
+        out_ += "        static const " + type + " kpack_grid[" + count + "] = {" + Join(grid, ", ") + "};\n";
+        out_ += "        size_t kpack_lo = 0, kpack_hi = " + count + ";\n";
+        out_ += "        while (kpack_lo < kpack_hi) {\n";
+        out_ += "          const size_t kpack_mid = kpack_lo + (kpack_hi - kpack_lo) / 2;\n";
+        out_ += "          if (kpack_grid[kpack_mid] < " + axis.param + ")\n";
+        out_ += "            kpack_lo = kpack_mid + 1;\n          else\n            kpack_hi = kpack_mid;\n";
+        out_ += "        }\n";
+        out_ += "        if (kpack_lo < " + count + " && kpack_grid[kpack_lo] == " + axis.param + ")\n";
+        out_ += "          " + index + " = 2 * kpack_lo;\n";
+        out_ += "        else if (kpack_lo == 0)\n          " + index + " = 0;\n";
+        out_ += "        else if (kpack_lo == " + count + ")\n          " + index + " = " +
+                std::to_string(2 * n - 2) + ";\n";
+        out_ += "        else\n          " + index + " = 2 * kpack_lo - 1;\n";
+        out_ += "      }\n";
       }
       if (!index.empty()) terms.push_back(stride == 1 ? index : index + " * " + std::to_string(stride));
-      stride *= axis.values.size();
+      stride *= RegionCount(n);
     }
     std::reverse(terms.begin(), terms.end());
     out_ += "      const size_t kpack_cell = " + (terms.empty() ? std::string("0") : Join(terms, " + ")) + ";\n";
@@ -372,8 +393,8 @@ class TableWriter {
     return pkg_.prefix + "_" + k_.name + "(" + Join(args, ", ") + ")";
   }
 
-  // Sums of comparisons up to this many thresholds per key; a binary
-  // search beyond.
+  // Sums of comparisons up to this many per key (a grid of 9 values); a
+  // binary search beyond.
   static constexpr size_t kMaxCompares = 16;
 
   const Package& pkg_;
@@ -393,17 +414,96 @@ class TableWriter {
 
 }  // namespace
 
-int64_t NearestThreshold(int64_t a, int64_t b) {
-  using u128 = unsigned __int128;
-  const u128 product = static_cast<u128>(a) * static_cast<u128>(b);
-  // The least t in [a, b] with t * t >= a * b: a <= sqrt(a * b) <= b.
-  uint64_t lo = static_cast<uint64_t>(a), hi = static_cast<uint64_t>(b);
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (static_cast<u128>(mid) * mid >= product) hi = mid;
-    else lo = mid + 1;
+size_t RegionCount(size_t n) { return n == 0 ? 0 : 2 * n - 1; }
+
+size_t RegionOf(const std::vector<int64_t>& grid, int64_t v) {
+  // The number of grid values below v, as the generated binary search.
+  const size_t below = static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), v) - grid.begin());
+  if (below < grid.size() && grid[below] == v) return 2 * below;
+  if (below == 0) return 0;
+  if (below == grid.size()) return 2 * grid.size() - 2;
+  return 2 * below - 1;
+}
+
+CellRanking MinimaxRanking(const std::vector<const CellRanking*>& corners) {
+  // Each corner's candidates' slowdowns against that corner's fastest.
+  std::vector<std::map<size_t, double>> ratios;
+  for (const CellRanking* corner : corners) {
+    std::map<size_t, double> r;
+    if (!corner->empty()) {
+      double best = corner->front().second;
+      for (const auto& [c, us] : *corner) best = std::min(best, us);
+      for (const auto& [c, us] : *corner) r[c] = best > 0 ? us / best : (us > 0 ? HUGE_VAL : 1.0);
+    }
+    ratios.push_back(std::move(r));
   }
-  return static_cast<int64_t>(lo);
+  if (corners.size() == 1) {
+    // At a grid shape: the file's order (its best first among equal times).
+    CellRanking out;
+    for (const auto& [c, us] : *corners[0]) out.emplace_back(c, ratios[0][c]);
+    return out;
+  }
+  struct Score {
+    size_t candidate;
+    double worst, sum;
+  };
+  std::vector<Score> scores;
+  for (const auto& [c, ratio] : ratios[0]) {
+    Score s{c, ratio, ratio};
+    bool everywhere = true;
+    for (size_t i = 1; i < ratios.size() && everywhere; ++i) {
+      auto it = ratios[i].find(c);
+      if (it == ratios[i].end()) {
+        everywhere = false;
+      } else {
+        s.worst = std::max(s.worst, it->second);
+        s.sum += it->second;
+      }
+    }
+    if (everywhere) scores.push_back(s);
+  }
+  if (scores.empty()) {
+    // Nothing ran in every corner: the first corner (the lowest per key,
+    // the nearest below the call) with a ranking, as a grid shape's.
+    for (const CellRanking* corner : corners)
+      if (!corner->empty()) return MinimaxRanking({corner});
+    return {};
+  }
+  std::sort(scores.begin(), scores.end(), [](const Score& a, const Score& b) {
+    if (a.worst != b.worst) return a.worst < b.worst;
+    if (a.sum != b.sum) return a.sum < b.sum;
+    return a.candidate < b.candidate;
+  });
+  CellRanking out;
+  for (const Score& s : scores) out.emplace_back(s.candidate, s.worst);
+  return out;
+}
+
+std::vector<CellRanking> RegionRankings(const std::vector<CellRanking>& grid_ranking,
+                                        const std::vector<size_t>& grid_sizes) {
+  size_t cells = 1;
+  for (size_t n : grid_sizes) cells *= RegionCount(n);
+  std::vector<CellRanking> out;
+  std::vector<size_t> region(grid_sizes.size(), 0);  // the cell's region per key, last fastest
+  for (size_t cell = 0; cell < cells; ++cell) {
+    // The corners, row-major (lower grid value first per key): the product
+    // of {i} for region 2i and {i, i + 1} for region 2i + 1.
+    std::vector<size_t> corners = {0};
+    for (size_t a = 0; a < grid_sizes.size(); ++a) {
+      std::vector<size_t> next;
+      for (size_t base : corners)
+        for (size_t i = region[a] / 2; i <= (region[a] + 1) / 2; ++i) next.push_back(base * grid_sizes[a] + i);
+      corners = std::move(next);
+    }
+    std::vector<const CellRanking*> rankings;
+    for (size_t c : corners) rankings.push_back(&grid_ranking[c]);
+    out.push_back(MinimaxRanking(rankings));
+    for (size_t a = region.size(); a-- > 0;) {
+      if (++region[a] < RegionCount(grid_sizes[a])) break;
+      region[a] = 0;
+    }
+  }
+  return out;
 }
 
 std::vector<std::pair<const TuningFile*, const TunedKernel*>> TablesFor(const Package& pkg, const Kernel& k) {

@@ -12,12 +12,17 @@
 //      atomic load.
 //   2. A branch per combination of the constexprs the caller chooses (not
 //      auto) that some tuning has a table for.
-//   3. Per key param, the index of the nearest grid value in log space,
-//      from integer thresholds: between neighbours a < b a value goes to b
-//      from NearestThreshold(a, b) = ceil(sqrt(a * b)) on.  No floating
-//      point: the comparisons are in the param's own C type.
-//   4. The cell's ranking, fastest first: the first candidate whose `valid`
-//      holds at the call (its C, with the candidate's and the combination's
+//   3. Per key param with grid g0 < ... < g(n-1), its region (RegionOf):
+//      2i where the value is gi, 2i + 1 strictly between gi and g(i+1);
+//      below g0 is region 0, beyond g(n-1) region 2n - 2.  Integer
+//      comparisons against the grid values in the param's own C type.
+//   4. The ranking of the region cell, computed at build time
+//      (MinimaxRanking): the candidates timed at every tuned shape that
+//      encloses the cell (its corners), by their worst slowdown over them,
+//      so that a value between grid shapes does not run a candidate that is
+//      fast at the nearer one and falls off a cliff at the other.  At a
+//      grid shape it is that shape's ranking.  The first candidate whose
+//      `valid` holds at the call (its C, with the candidate's and the combination's
 //      values folded in) wins, and the dispatcher is called with its values.
 //      Candidates whose `valid` folds to false are left out of the tables,
 //      and the ranking ends at the first whose `valid` folds to true.
@@ -35,9 +40,33 @@
 
 namespace kpack::codegen {
 
-// ceil(sqrt(a * b)) for 0 < a < b, exact (128-bit product): the least
-// value that is nearer b than a in log space (v * v >= a * b).
-int64_t NearestThreshold(int64_t a, int64_t b);
+// A cell's ranking as TunedTable::ranking holds it: (candidate, number),
+// best first.
+using CellRanking = std::vector<std::pair<size_t, double>>;
+
+// The regions of a key with n grid values: 2n - 1.
+size_t RegionCount(size_t n);
+
+// The region of `v` for the ascending, distinct `grid`, as the generated
+// code computes it: 2i for v == grid[i] (and 0 below grid[0], 2n - 2
+// beyond grid[n - 1]), 2i + 1 for grid[i] < v < grid[i + 1].
+size_t RegionOf(const std::vector<int64_t>& grid, int64_t v);
+
+// The ranking of a region cell from the rankings (fastest first, with
+// times) of its corners, in row-major order: the candidates timed in every
+// corner, by their worst ratio time / corner's fastest time, then the sum
+// of those ratios, then candidate index; the numbers of the result are the
+// worst ratios.  One corner: its own order (the file's, which puts its
+// best first among equal times).  No candidate in every corner: the first
+// corner with a ranking, as if alone (the lower grid value per key, the
+// nearer from below); else empty, and the rules decide.
+CellRanking MinimaxRanking(const std::vector<const CellRanking*>& corners);
+
+// MinimaxRanking of every region cell (row-major over RegionCount per key)
+// of a table whose per-shape rankings `grid_ranking` are row-major over
+// `grid_sizes` values per key.
+std::vector<CellRanking> RegionRankings(const std::vector<CellRanking>& grid_ranking,
+                                        const std::vector<size_t>& grid_sizes);
 
 // The tuned kernels of `pkg`'s tuning files that have tables for `k` (not
 // stale, at least one table), in package order, with their files.  Only

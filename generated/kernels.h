@@ -66,8 +66,9 @@ kpack_status kernels_vector_add(kpack_stream stream, kpack_dtype T, int BLOCK, c
  *   BLOCK = 256
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's n (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's n is least
+ * (docs/tuning.md).
  * The other arguments are kernels_vector_add()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -142,8 +143,9 @@ kpack_status kernels_giou_loss(kpack_stream stream, kpack_dtype T, int BLOCK, co
  *   BLOCK = 256
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's num_boxes (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's num_boxes is least
+ * (docs/tuning.md).
  * The other arguments are kernels_giou_loss()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -214,9 +216,9 @@ kpack_status kernels_attention_mask_fill(kpack_stream stream, kpack_dtype T, int
  *   TILE = max_q_len * max_kv_len >= 16384 ? 16384 : 4096
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's num_requests, max_q_len and max_kv_len
- * (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's num_requests,
+ * max_q_len and max_kv_len is least (docs/tuning.md).
  * The other arguments are kernels_attention_mask_fill()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -304,8 +306,9 @@ kpack_status kernels_softmax(kpack_stream stream, kpack_dtype T, int BLOCK, cons
  * (device.num_sms: of the calling thread's current device).
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's rows and cols (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's rows and cols is
+ * least (docs/tuning.md).
  * The other arguments are kernels_softmax()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -386,8 +389,9 @@ kpack_status kernels_cross_entropy(kpack_stream stream, kpack_dtype T, int BLOCK
  * (device.num_sms: of the calling thread's current device).
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's rows and vocab (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's rows and vocab is
+ * least (docs/tuning.md).
  * The other arguments are kernels_cross_entropy()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -478,8 +482,9 @@ kpack_status kernels_vector_add_triton(kpack_stream stream, kpack_dtype T, int B
  *   BLOCK = 4096
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's n (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's n is least
+ * (docs/tuning.md).
  * The other arguments are kernels_vector_add_triton()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -675,8 +680,9 @@ kpack_status kernels_softmax_triton(kpack_stream stream, kpack_dtype T, int BLOC
  *   num_warps = BLOCK >= 8192 ? 16 : 4
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's rows and cols (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's rows and cols is
+ * least (docs/tuning.md).
  * The other arguments are kernels_softmax_triton()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -775,8 +781,9 @@ kpack_status kernels_cross_entropy_triton(kpack_stream stream, kpack_dtype T, in
  *   num_warps = BLOCK == 4096 ? 8 : 4
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's rows and vocab (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's rows and vocab is
+ * least (docs/tuning.md).
  * The other arguments are kernels_cross_entropy_triton()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,

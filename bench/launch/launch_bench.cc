@@ -30,6 +30,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "chevrons.h"
@@ -757,6 +758,68 @@ int run_launch(const std::string& fatbin_dir) {
   return 0;
 }
 
+// ---- --dispatch-cost: what choosing costs, without a launch -------------------------------
+
+// The host time of the typed launcher, the dispatcher and the auto
+// dispatcher (tables or rules, the device lookup) of vector_add on an empty
+// problem (n = 0: the grid has no blocks, so the runtime returns before the
+// driver and nothing reaches the GPU).  What the auto dispatcher adds to a
+// real launch is exactly its difference to the typed launcher here: the
+// launch itself is the same call after either; measured with launches,
+// the +-300 ns jitter of cuLaunchKernel hides a few tens of ns.
+int run_dispatch_cost() {
+  arm_watchdog(300);
+  open_device();
+  require_current_context();
+  cudaStream_t stream = make_stream();
+  VecAdd buf(kN);
+  float* x = buf.x;
+  float* y = buf.y;
+  float* out = buf.out;
+  const int64_t n = 0;
+  std::vector<Variant> variants = {
+      {"empty_typed", timed([=] {
+         const kpack_status st = kernels_vector_add_f32_b128(stream, x, y, out, n);
+         if (st != KPACK_SUCCESS) [[unlikely]] fail_kpack(st, "kernels_vector_add_f32_b128");
+       })},
+      {"empty_dispatcher", timed([=] {
+         const kpack_status st = kernels_vector_add(stream, KPACK_DTYPE_F32, 128, x, y, out, n);
+         if (st != KPACK_SUCCESS) [[unlikely]] fail_kpack(st, "kernels_vector_add");
+       })},
+      {"empty_auto", timed([=] {
+         const kpack_status st = kernels_vector_add_auto(stream, KPACK_DTYPE_F32, x, y, out, n);
+         if (st != KPACK_SUCCESS) [[unlikely]] fail_kpack(st, "kernels_vector_add_auto");
+       })},
+  };
+  const size_t nv = variants.size();
+  std::vector<std::vector<double>> per(nv);
+  const int calls = 10000;
+  for (int round = 0; round < g_opt.warmup_rounds / 10 + g_opt.rounds / 5; ++round)
+    for (size_t j = 0; j < nv; ++j) {
+      const size_t v = (static_cast<size_t>(round) + j) % nv;
+      const double ns = variants[v].batch(calls);
+      if (round >= g_opt.warmup_rounds / 10) per[v].push_back(ns);
+    }
+  std::vector<Stats> st;
+  for (size_t v = 0; v < nv; ++v) {
+    st.push_back(stats_of(per[v]));
+    Json j("dispatch_cost", variants[v].name, st[v].median, "ns");
+    add_spread(j, st[v]).add("batches", static_cast<double>(st[v].count)).add("calls_per_batch", calls).emit();
+  }
+  const auto minus = [](double a, double b) { return a - b; };
+  for (const auto& [name, a, b] : {std::tuple{"empty_auto_minus_typed", 2, 0}, std::tuple{"empty_auto_minus_dispatcher", 2, 1},
+                                   std::tuple{"empty_dispatcher_minus_typed", 1, 0}}) {
+    const Stats s = paired(per[a], per[b], minus);
+    Json("dispatch_cost", name, s.median, "ns")
+        .add("p10", s.p10)
+        .add("p90", s.p90)
+        .add("difference_of_medians", st[a].median - st[b].median)
+        .emit();
+  }
+  cuda_check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  return 0;
+}
+
 // ---- --cold-*: the first launch in a fresh process -------------------------------------
 
 enum class Cold {
@@ -1249,6 +1312,8 @@ int run_all(const std::string& fatbin_dir) {
                "modes:\n"
                "  --launch FATBIN_DIR        host time per launch: raw cuLaunchKernel, kpack typed launcher,\n"
                "                             <<<>>>, kpack dispatcher, <<<>>> + cudaGetLastError\n"
+               "  --dispatch-cost            host time of the typed launcher, dispatcher and auto\n"
+               "                             dispatcher on an empty problem (no launch)\n"
                "  --cold-kpack               first kpack launch in this process (one JSON line)\n"
                "  --cold-raw FATBIN          first cuLibraryLoadData + cuLaunchKernel in this process\n"
                "  --cold-raw-preserved FATBIN  the same with CU_LIBRARY_BINARY_IS_PRESERVED, as kpack loads\n"
@@ -1304,6 +1369,7 @@ int main(int argc, char** argv) {
       set_mode(argv[i]);
       operand = need(i, a.c_str());
     } else if (a == "--cold-kpack" || a == "--cold-cuda" || a == "--lazy" || a == "--cold-kpack-prefaulted" ||
+               a == "--dispatch-cost" ||
                a == "--cold-kpack-driver-warm" || a == "--cold-kpack-driver-api-warm" ||
                a == "--cold-kpack-after-init") {
       set_mode(argv[i]);
@@ -1336,6 +1402,7 @@ int main(int argc, char** argv) {
   if (mode.empty()) usage("no mode given");
 
   if (mode == "--launch") return run_launch(operand);
+  if (mode == "--dispatch-cost") return run_dispatch_cost();
   if (mode == "--cold-kpack") return run_cold(Cold::kKpack, "");
   if (mode == "--cold-raw") return run_cold(Cold::kRaw, operand);
   if (mode == "--cold-cuda") return run_cold(Cold::kCuda, "");

@@ -36,13 +36,17 @@ tune)
   ;;
 eval)
   "$kp/kernels-tune" --eval 16 --seed 1 > "$OUT/eval.jsonl" 2> "$OUT/eval.log"
+  # Engines' shapes are often multiples of 16 (then a Triton kernel's
+  # aligned variant runs, as at every tuned shape): those separately.
+  "$kp/kernels-tune" --eval 16 --seed 2 --eval-multiple 16 > "$OUT/eval16.jsonl" 2>> "$OUT/eval.log"
   echo "eval lines: $(grep -c '"eval"' "$OUT/eval.jsonl")"
   PYTHONUNBUFFERED=1 python3 bench/tune/triton_autotune.py "$OUT/eval.jsonl" > "$OUT/autotune.jsonl" 2>> "$OUT/eval.log"
   echo "autotune lines: $(wc -l < "$OUT/autotune.jsonl")"
   "$kp/kpack_launch_bench" --launch "$kp/fatbins" > "$OUT/launch.jsonl" 2>> "$OUT/eval.log"
+  "$kp/kpack_launch_bench" --dispatch-cost >> "$OUT/launch.jsonl" 2>> "$OUT/eval.log"
   "$kp/kpack_launch_bench" --cold-diagnostic-runs 0 --cold-repeat 12 "$kp/fatbins" >> "$OUT/launch.jsonl" 2>> "$OUT/eval.log"
   PYTHONUNBUFFERED=1 python3 bench/triton/triton_jit_cost.py --reps 5 > "$OUT/jit.jsonl" 2>> "$OUT/eval.log" || true
-  grep -E '"(auto_minus|dispatcher_minus|kpack_auto|kpack_dispatcher|kpack_typed)' "$OUT/launch.jsonl" || true
+  grep -E '"(auto_minus|dispatcher_minus|kpack_auto|kpack_dispatcher|kpack_typed|empty_)' "$OUT/launch.jsonl" || true
   ;;
 *)
   echo "usage: device_run.sh tune|eval" >&2

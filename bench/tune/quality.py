@@ -96,6 +96,7 @@ def main():
     for (kernel, combo, shape), times in sorted(cells.items()):
         by_kernel[kernel].append((combo, shape, times))
     all_auto, all_default, all_triton = [], [], []
+    aligned_by_kernel = {}
     print("| kernel | shapes | auto/best geomean | auto/best worst (shape) | default | default/best geomean | "
           "default/best worst | Triton autotune pick/best geomean | auto/Triton pick geomean |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -120,6 +121,10 @@ def main():
             if p and p["picked"] in cands:
                 triton.append(cands[p["picked"]] / best)
                 auto_vs_triton.append(times["auto"] / cands[p["picked"]])
+        aligned = [times["auto"] / min(t for c, t in times.items() if c != "auto")
+                   for combo, shape, times in rows
+                   if "auto" in times and len(times) > 1 and all(v % 16 == 0 for _, v in shape)]
+        aligned_by_kernel[kernel] = aligned
         all_auto += auto
         all_default += default
         all_triton += auto_vs_triton
@@ -127,6 +132,15 @@ def main():
         print("| %s | %d | %s | %.3f (%s) | %s | %s | %s | %s | %s |" % (
             kernel, len(auto), fmt(auto), worst[0], worst[1], "; ".join(sorted(names)) or "-", fmt(default),
             "%.3f" % max(default) if default else "-", fmt(triton), fmt(auto_vs_triton)))
+    print()
+    print("At the untuned shapes whose key values are all multiples of 16 (a Triton kernel's aligned "
+          "variant runs there, as at every tuned shape):")
+    print()
+    print("| kernel | shapes | auto/best geomean | worst |")
+    print("|---|---|---|---|")
+    for kernel, xs in aligned_by_kernel.items():
+        if xs:
+            print("| %s | %d | %.3f | %.3f |" % (kernel, len(xs), geomean(xs), max(xs)))
     print()
     print("All kernels: %d untuned shapes; auto/best geomean %.3f, worst %.3f; fixed default/best geomean %.3f, "
           "worst %.3f%s" % (len(all_auto), geomean(all_auto), max(all_auto, default=float("nan")),

@@ -4,7 +4,8 @@
 // searched), from its two tuning files, against golden files (tk.h,
 // tk_launch.c); tests/runtime/tuned_launch_test.cc runs that launcher
 // against the fake driver.  Also the inventory's and `kpack inspect`'s
-// view of the tables, and the exact thresholds of the nearest-shape lookup.
+// view of the tables, the regions of the lookup and the minimax ranking of
+// the cells between grid shapes, on hand-made tables.
 // After an intended change, rerun with KPACK_UPDATE_GOLDEN=1 and review the
 // diff of tests/compiler/golden/tk*.
 #include <catch2/catch.hpp>
@@ -93,8 +94,9 @@ TEST_CASE("the tuned package's launchers, spelled out") {
   const std::string header = kpack::GenerateHeader(*l.pkg, l.specs, options);
   const std::string launcher = kpack::GenerateLauncherSource(*l.pkg, l.specs, options);
   // The header says a table may choose; the declaration is the rules'.
-  CHECK(Has(header, " * table chooses them instead: the fastest candidate that is valid at the grid\n"
-                    " * shape nearest to this call's rows and n (docs/tuning.md).\n"));
+  CHECK(Has(header, " * table chooses them instead: the candidate, valid for this call, whose worst\n"
+                    " * slowdown over the tuned shapes that enclose this call's rows and n is least\n"
+                    " * (docs/tuning.md).\n"));
   CHECK(Has(header, "kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, void *out, "
                     "int64_t rows, uint32_t n);\n"));
   // Tunings in package order; pick is in the H100's file only.
@@ -103,20 +105,35 @@ TEST_CASE("the tuned package's launchers, spelled out") {
                       "    static kpack_tuning_set kpack_tunings = {2, kpack_gpus, kpack_sms, {0}, NULL, 0};\n"));
   CHECK(Has(launcher, "    static const char *const kpack_gpus[1] = {\"NVIDIA H100 80GB HBM3\"};\n"));
   CHECK(Has(launcher, "kpack_tuning_select(\"scale_auto\", &kpack_tunings, &kpack_tuning);\n"));
-  // Thresholds in the params' own types: rows (i64) 8 and 512, n (u32)
-  // 363, 2897 and 23171.
-  CHECK(Has(launcher, "      const size_t kpack_cell = (size_t)((rows >= 8) + (rows >= 512)) * 4 + "
-                      "(size_t)((n >= 363u) + (n >= 2897u) + (n >= 23171u));\n"));
-  // pick's 19 thresholds are binary searched.
-  CHECK(Has(launcher, "        static const int32_t kpack_thresholds[19] = {2, 3, 6, 12, 23, 46, 91, 182, 363, 725, "
-                      "1449, 2897, 5793, 11586, 23171, 46341, 92682, 185364, 370728};\n"));
+  // Regions by comparisons against the grid values in the params' own
+  // types: rows (i64) [1, 64, 4096] has 5 regions, n (u32) [128, 1024,
+  // 8192, 65536] 7.
+  CHECK(Has(launcher, "      const size_t kpack_cell = (size_t)((rows > 1) + (rows >= 64) + (rows > 64) + (rows >= 4096)) * 7 + "
+                      "(size_t)((n > 128u) + (n >= 1024u) + (n > 1024u) + (n >= 8192u) + (n > 8192u) + "
+                      "(n >= 65536u));\n"));
+  // pick's grid of 20 values (39 regions) is binary searched.
+  CHECK(Has(launcher, "        static const int32_t kpack_grid[20] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, "
+                      "4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288};\n"));
+  CHECK(Has(launcher, "        if (kpack_lo < 20 && kpack_grid[kpack_lo] == len)\n"
+                      "          kpack_at_len = 2 * kpack_lo;\n"
+                      "        else if (kpack_lo == 0)\n"
+                      "          kpack_at_len = 0;\n"
+                      "        else if (kpack_lo == 20)\n"
+                      "          kpack_at_len = 38;\n"
+                      "        else\n"
+                      "          kpack_at_len = 2 * kpack_lo - 1;\n"));
   // f32 has no table in the A100's file.
   CHECK(Has(launcher, "      } else if (T == KPACK_DTYPE_F32) {\n"
-                      "        static const int32_t kpack_first[2] = {24, -1};"));
+                      "        static const int32_t kpack_first[2] = {70, -1};"));
   // The never valid candidate (WIDE with BLOCK 128, candidate 0) is in no
-  // ranking; valid is tested only for those it does not fold for.
+  // ranking; valid is tested only for those it does not fold for.  rows 1:
+  // the grid's rankings at the even regions (n 128, 1024, 8192, 65536);
+  // between 1024 and 8192 candidate 2 (BLOCK=256, 1.0 and 1.1 of the
+  // fastest) before 3 (1.2 at 1024, 1.0 at 8192); between 8192 and 65536
+  // only candidate 3 (BLOCK=512 WIDE=false) ran at both.
   CHECK(Has(launcher, "          /* NVIDIA H100 80GB HBM3 (sm_90), T=f16 */\n"
-                      "          {1, 255, 255}, {2, 255, 255}, {3, 2, 255}, {4, 3, 5},\n"));
+                      "          {1, 255, 255}, {1, 255, 255}, {2, 255, 255}, {2, 255, 255}, {3, 2, 255}, {3, 255, 255}, "
+                      "{4, 3, 5},\n"));
   CHECK(Has(launcher, "              case 3:\n"
                       "                kpack_valid = (int64_t)(1 && (int64_t)(0 || (int64_t)((int64_t)n >= 1024)));\n"));
   CHECK(Has(launcher, "        return tk_scale(stream, T, kpack_candidates[kpack_pick][0], kpack_candidates[kpack_pick][1], "
@@ -141,28 +158,113 @@ TEST_CASE("a package without tuning files: the auto dispatcher of a kernel with 
                       "int64_t rows, uint32_t n) {\n  /* The auto constexprs, in the order their rules read each other. */\n"));
 }
 
-TEST_CASE("nearest-shape thresholds are ceil(sqrt(a * b)), exact for any int64 neighbours") {
-  using kpack::codegen::NearestThreshold;
-  CHECK(NearestThreshold(1, 64) == 8);        // 8 * 8 == 1 * 64: the midpoint goes up
-  CHECK(NearestThreshold(64, 4096) == 512);
-  CHECK(NearestThreshold(128, 1024) == 363);  // sqrt = 362.04
-  CHECK(NearestThreshold(8192, 65536) == 23171);
-  CHECK(NearestThreshold(1, 2) == 2);
-  CHECK(NearestThreshold(2, 3) == 3);         // sqrt(6) = 2.45
-  const int64_t max = INT64_MAX;
-  CHECK(NearestThreshold(max - 1, max) == max);
-  CHECK(NearestThreshold(1, max) == 3037000500);  // ceil(sqrt(2^63 - 1)) = 3037000499.98
-  CHECK(NearestThreshold(int64_t{1} << 40, int64_t{1} << 42) == int64_t{1} << 41);
-  // The defining property, v < t iff v * v < a * b, at t - 1 and t.
-  const std::vector<std::pair<int64_t, int64_t>> pairs = {
-      {3, 5}, {1000, 1001}, {999999937, 1000000007}, {max / 3, max / 2}, {4611686018427387904, max}};
-  for (const auto& [a, b] : pairs) {
-    using u128 = unsigned __int128;
-    const int64_t t = NearestThreshold(a, b);
-    INFO(a << " " << b << " -> " << t);
-    CHECK(static_cast<u128>(t) * static_cast<u128>(t) >= static_cast<u128>(a) * static_cast<u128>(b));
-    CHECK(static_cast<u128>(t - 1) * static_cast<u128>(t - 1) < static_cast<u128>(a) * static_cast<u128>(b));
-  }
+TEST_CASE("a key's regions: 2i at grid value i (and beyond the ends), 2i + 1 strictly between") {
+  using kpack::codegen::RegionCount;
+  using kpack::codegen::RegionOf;
+  CHECK(RegionCount(1) == 1);
+  CHECK(RegionCount(4) == 7);
+  const std::vector<int64_t> grid = {128, 1024, 8192, 65536};
+  CHECK(RegionOf(grid, 1) == 0);  // below the first: the first's
+  CHECK(RegionOf(grid, 128) == 0);
+  CHECK(RegionOf(grid, 129) == 1);
+  CHECK(RegionOf(grid, 1023) == 1);
+  CHECK(RegionOf(grid, 1024) == 2);
+  CHECK(RegionOf(grid, 8191) == 3);
+  CHECK(RegionOf(grid, 8192) == 4);
+  CHECK(RegionOf(grid, 8304) == 5);  // the softmax cliff: not 8192's region
+  CHECK(RegionOf(grid, 65536) == 6);
+  CHECK(RegionOf(grid, INT64_MAX) == 6);  // beyond the last: the last's
+  CHECK(RegionOf({7}, 0) == 0);
+  CHECK(RegionOf({7}, 7) == 0);
+  CHECK(RegionOf({7}, 8) == 0);
+  const std::vector<int64_t> big = {1, INT64_MAX - 1, INT64_MAX};
+  CHECK(RegionOf(big, INT64_MAX - 2) == 1);
+  CHECK(RegionOf(big, INT64_MAX - 1) == 2);
+  CHECK(RegionOf(big, INT64_MAX) == 4);
+}
+
+namespace {
+
+using kpack::codegen::CellRanking;
+
+std::vector<size_t> Order(const CellRanking& r) {
+  std::vector<size_t> out;
+  for (const auto& [c, score] : r) out.push_back(c);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("minimax ranking: a cliff between grid shapes goes to the candidate good at both") {
+  using kpack::codegen::MinimaxRanking;
+  // cols 4096 and 8192 of a softmax: candidate 0 (BLOCK=8192, one pass
+  // up to 8192) wins at 8192 but is 1.6x slower at 4096 (wasted lanes);
+  // candidate 1 is 1.1x off the fastest at both.  Nearest-shape picked 0
+  // for every cols near 8192, minimax takes 1 between them.
+  const CellRanking at4096 = {{2, 10.0}, {1, 11.0}, {0, 16.0}};
+  const CellRanking at8192 = {{0, 20.0}, {1, 22.0}, {2, 40.0}};
+  const CellRanking between = MinimaxRanking({&at4096, &at8192});
+  CHECK(Order(between) == std::vector<size_t>{1, 0, 2});
+  CHECK(between[0].second == Approx(1.1));  // the worst ratio
+  CHECK(between[1].second == Approx(1.6));
+  CHECK(between[2].second == Approx(2.0));
+  // At a grid shape, the shape's own ranking, as the file ordered it (its
+  // best first among equal times, here 1 before 0).
+  const CellRanking tied = {{1, 3.0}, {0, 3.0}, {2, 6.0}};
+  CHECK(Order(MinimaxRanking({&tied})) == std::vector<size_t>{1, 0, 2});
+  CHECK(MinimaxRanking({&tied})[2].second == Approx(2.0));
+}
+
+TEST_CASE("minimax ranking: equal worst ratios go by their sum, then by candidate") {
+  using kpack::codegen::MinimaxRanking;
+  // 0 and 1 are each 1.25 off at one corner; 2 is 1.25 off at one and 1.1
+  // at the other (worst 1.25, greater sum); 3 is 1.5 off.
+  const CellRanking a = {{0, 4.0}, {2, 4.4}, {1, 5.0}, {3, 6.0}};
+  const CellRanking b = {{1, 8.0}, {0, 10.0}, {2, 10.0}, {3, 10.0}};
+  CHECK(Order(MinimaxRanking({&a, &b})) == std::vector<size_t>{0, 1, 2, 3});
+  CHECK(Order(MinimaxRanking({&b, &a})) == std::vector<size_t>{0, 1, 2, 3});  // corner order does not matter
+  // Four corners (two keys between grid values): the worst of all four.
+  // 1 and 2 are 1.25 at worst (sums 3.35 and 4.35); 0 and 3 are 2x off at
+  // d, and 0's sum (5.25) is less than 3's (5.75).
+  const CellRanking c = {{3, 1.0}, {0, 1.0}, {1, 1.0}, {2, 1.0}};
+  const CellRanking d = {{2, 1.0}, {1, 1.1}, {0, 2.0}, {3, 2.0}};
+  CHECK(Order(MinimaxRanking({&a, &b, &c, &d})) == std::vector<size_t>{1, 2, 0, 3});
+}
+
+TEST_CASE("minimax ranking: only candidates timed in every corner; none: the first corner with a ranking") {
+  using kpack::codegen::MinimaxRanking;
+  const CellRanking a = {{0, 1.0}, {1, 1.5}, {2, 1.6}};
+  const CellRanking b = {{2, 2.0}, {1, 3.0}};  // 0 did not run here
+  // 0, the fastest at a, is out; 1 is 1.5x off at both, 2 1.6x at a.
+  CHECK(Order(MinimaxRanking({&a, &b})) == std::vector<size_t>{1, 2});
+  const CellRanking c = {{0, 1.0}};
+  const CellRanking empty;  // us: {}
+  // No common candidate: the lower corner's ranking, or the next with one.
+  CHECK(Order(MinimaxRanking({&c, &b})) == std::vector<size_t>{0});
+  CHECK(Order(MinimaxRanking({&b, &c})) == std::vector<size_t>{2, 1});
+  CHECK(Order(MinimaxRanking({&a, &empty})) == std::vector<size_t>{0, 1, 2});
+  CHECK(Order(MinimaxRanking({&empty, &b})) == std::vector<size_t>{2, 1});
+  CHECK(MinimaxRanking({&empty, &empty}).empty());  // the rules decide
+  CHECK(MinimaxRanking({&empty}).empty());
+}
+
+TEST_CASE("region rankings: row-major over 2n - 1 regions per key, from each cell's corners") {
+  using kpack::codegen::RegionRankings;
+  // A 2 x 2 grid (rows-major): shapes (r0, c0) (r0, c1) (r1, c0) (r1, c1).
+  const std::vector<CellRanking> grid = {
+      {{0, 1.0}, {1, 2.0}}, {{1, 1.0}, {0, 3.0}}, {{0, 1.0}, {1, 1.2}}, {{1, 1.0}, {0, 1.1}}};
+  const std::vector<CellRanking> cells = RegionRankings(grid, {2, 2});
+  REQUIRE(cells.size() == 9);
+  CHECK(Order(cells[0]) == std::vector<size_t>{0, 1});  // (r0, c0)
+  CHECK(Order(cells[1]) == std::vector<size_t>{1, 0});  // between c0 and c1 at r0: 1 is 2x, 0 3x
+  CHECK(Order(cells[2]) == std::vector<size_t>{1, 0});  // (r0, c1)
+  CHECK(Order(cells[3]) == std::vector<size_t>{0, 1});  // between r0 and r1 at c0: 0 is never off
+  CHECK(Order(cells[4]) == std::vector<size_t>{1, 0});  // all four: 1 is 2x at worst, 0 3x
+  CHECK(Order(cells[5]) == std::vector<size_t>{1, 0});
+  CHECK(Order(cells[6]) == std::vector<size_t>{0, 1});  // (r1, c0)
+  CHECK(Order(cells[7]) == std::vector<size_t>{0, 1});  // 0: 1.1 at worst, 1: 1.2
+  CHECK(Order(cells[8]) == std::vector<size_t>{1, 0});  // (r1, c1)
+  CHECK(RegionRankings({{{0, 1.0}}}, {1}).size() == 1);
 }
 
 namespace {

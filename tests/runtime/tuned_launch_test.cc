@@ -3,17 +3,20 @@
 // choose their auto constexprs from the decision tables of the package's
 // two tuning files (tests/compiler/manifests/tuned/tuning: an H100's, sm
 // 90, and an A100's, sm 80, with a table for scale's f16 only), by the
-// device's model, else its sm, else by the rules; at the grid shape nearest
-// the call in log space; the fastest candidate whose valid holds.  64
-// threads on 4 devices of different models each launch their own device's
-// choice.
+// device's model, else its sm, else by the rules; per key the call's
+// region of the grid (a grid value, or strictly between two); the first
+// candidate, valid for the call, of the region's minimax ranking (the
+// candidates timed at every enclosing grid shape, by their worst ratio to
+// each shape's fastest; no common candidate: the lower shape's ranking).
+// 64 threads on 4 devices of different models each launch their own
+// device's choice.
 //
 // scale's rules: BLOCK = 256, WIDE = n >= 256.  Its valid: not WIDE with
 // BLOCK 128, and n >= 1024 for BLOCK * sizeof(T) > 512 (f16 512, f32 256).
-// Grid: rows [1, 64, 4096] (thresholds 8 and 512), n [128, 1024, 8192,
-// 65536] (thresholds 363, 2897 and 23171).
+// Grid: rows [1, 64, 4096] (5 regions), n [128, 1024, 8192, 65536] (7).
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,7 +68,7 @@ void OneDevice(const FakeDriver& fake, const char* name, int major, int minor) {
 
 }  // namespace
 
-TEST_CASE("scale_auto on an H100 launches its table's winner at the nearest shape", "[generated]") {
+TEST_CASE("scale_auto on an H100 launches its table's minimax pick for the call's region", "[generated]") {
   FakeDriver fake;
   OneDevice(fake, kH100, 9, 0);
   struct Case {
@@ -77,16 +80,30 @@ TEST_CASE("scale_auto on an H100 launches its table's winner at the nearest shap
   } cases[] = {
       {"rows 1, n 128: the best (128 WIDE) is never valid; the runner-up", KPACK_DTYPE_F16, 1, 128,
        Scale(KPACK_DTYPE_F16, 128, false)},
-      {"n 1000 is nearest 1024", KPACK_DTYPE_F16, 1, 1000, Scale(KPACK_DTYPE_F16, 256, false)},
-      {"rows 7 is nearest 1; n 8192: 512 is valid", KPACK_DTYPE_F16, 7, 8192, Scale(KPACK_DTYPE_F16, 512, false)},
+      // Between n 128 and 1024 (rows 1), 128 is 1.2x off at both; 256 (the
+      // winner at 1024, nearest in log space) is 1.5x off at 128.
+      {"n 1000, between 128 and 1024: 128, at worst 1.2x", KPACK_DTYPE_F16, 1, 1000,
+       Scale(KPACK_DTYPE_F16, 128, false)},
+      // Between rows 1 and 64 at n 8192 no candidate ran at both shapes:
+      // rows 1's ranking (512, then 256), and 512 is valid.
+      {"rows 7, n 8192: nothing in common with rows 64, rows 1's", KPACK_DTYPE_F16, 7, 8192,
+       Scale(KPACK_DTYPE_F16, 512, false)},
       {"n above the last value: 65536's", KPACK_DTYPE_F16, 1, 4000000000u, Scale(KPACK_DTYPE_F16, 512, true)},
       {"rows 64, n 1024: the best, 512, is valid", KPACK_DTYPE_F16, 64, 1024, Scale(KPACK_DTYPE_F16, 512, false)},
-      {"rows 64, n 1000 (cell n 1024): 512 needs n >= 1024, the runner-up runs", KPACK_DTYPE_F16, 64, 1000,
+      // rows 64, n 128 ran nothing: between n 128 and 1024 the ranking is
+      // n 1024's.
+      {"rows 64, n 1000: n 1024's ranking; 512 needs n >= 1024, the runner-up runs", KPACK_DTYPE_F16, 64, 1000,
        Scale(KPACK_DTYPE_F16, 256, true)},
+      {"rows 64, n 200: likewise", KPACK_DTYPE_F16, 64, 200, Scale(KPACK_DTYPE_F16, 256, true)},
       {"rows beyond the last, n 65536", KPACK_DTYPE_F16, 100000, 65536, Scale(KPACK_DTYPE_F16, 512, true)},
       {"f32, rows 1, n 1024", KPACK_DTYPE_F32, 1, 1024, Scale(KPACK_DTYPE_F32, 256, false)},
-      {"f32, rows 4096, n 2000 (cell n 1024): 256 is valid", KPACK_DTYPE_F32, 4096, 2000,
+      // rows 4096 between n 1024 and 8192: only 256 ran at both; valid.
+      {"f32, rows 4096, n 2000: 256, the one common candidate", KPACK_DTYPE_F32, 4096, 2000,
        Scale(KPACK_DTYPE_F32, 256, false)},
+      // rows 4096 between n 128 (128 only) and 1024 (128 WIDE, 256): none in
+      // common, n 128's 128, valid for f32 at any n.  (The nearest shape,
+      // 1024, had only 256, invalid below 1024: the rules ran.)
+      {"f32, rows 4096, n 1000: n 128's ranking", KPACK_DTYPE_F32, 4096, 1000, Scale(KPACK_DTYPE_F32, 128, false)},
   };
   for (const Case& c : cases) {
     INFO(c.what);
@@ -97,24 +114,37 @@ TEST_CASE("scale_auto on an H100 launches its table's winner at the nearest shap
   CHECK(fake.count("cuDeviceGetAttribute") == 0);
 }
 
-TEST_CASE("scale_auto: at and around the geometric midpoints of the grid", "[generated]") {
+TEST_CASE("scale_auto: at, just off and between the grid values", "[generated]") {
   FakeDriver fake;
   OneDevice(fake, kH100, 9, 0);
-  // rows: 1 | 8 | 64 | 512 | 4096 (8 * 8 = 1 * 64: the midpoint goes up).
-  // With n 8192: rows 1 and 4096 run 512 (no WIDE), rows 64 runs 256 WIDE.
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 7, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 8, 8192) == Scale(KPACK_DTYPE_F16, 256, true));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 511, 8192) == Scale(KPACK_DTYPE_F16, 256, true));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 512, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
-  // n: 128 | 363 | 1024 | 2897 | 8192 | 23171 | 65536 (ceil of sqrt(a * b),
-  // which is not a whole number here).  Rows 1: 128F, 256F, 512F, 512T.
+  // rows, with n 8192: rows 1 and 4096 run 512 (no WIDE), rows 64 256 WIDE.
+  // Strictly between 1 and 64, and between 64 and 4096, no candidate ran
+  // at both shapes: the lower's ranking.
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 2, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 63, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 64, 8192) == Scale(KPACK_DTYPE_F16, 256, true));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 65, 8192) == Scale(KPACK_DTYPE_F16, 256, true));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 4095, 8192) == Scale(KPACK_DTYPE_F16, 256, true));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 4096, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
+  // n, with rows 1: the grid's winners 128F, 256F, 512F, 512T.  Between 128
+  // and 1024: 128 (1.2x at both; 256 is 1.5x at 128).  Between 1024 and
+  // 8192: 256 (1.0x and 1.1x; 512 did not run at 1024).  Between 8192 and
+  // 65536: 512 without WIDE, the one candidate timed at both, up to 65535
+  // (the nearest-shape lookup ran 512 WIDE from 23171 on, a candidate
+  // never timed at 8192).
   CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 0) == Scale(KPACK_DTYPE_F16, 128, false));  // below the first
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 362) == Scale(KPACK_DTYPE_F16, 128, false));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 363) == Scale(KPACK_DTYPE_F16, 256, false));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 2896) == Scale(KPACK_DTYPE_F16, 256, false));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 2897) == Scale(KPACK_DTYPE_F16, 512, false));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 23170) == Scale(KPACK_DTYPE_F16, 512, false));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 23171) == Scale(KPACK_DTYPE_F16, 512, true));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 128) == Scale(KPACK_DTYPE_F16, 128, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 129) == Scale(KPACK_DTYPE_F16, 128, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 1023) == Scale(KPACK_DTYPE_F16, 128, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 1024) == Scale(KPACK_DTYPE_F16, 256, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 1025) == Scale(KPACK_DTYPE_F16, 256, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 8191) == Scale(KPACK_DTYPE_F16, 256, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 8192) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 8193) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 23171) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 65535) == Scale(KPACK_DTYPE_F16, 512, false));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 65536) == Scale(KPACK_DTYPE_F16, 512, true));
   CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, UINT32_MAX) == Scale(KPACK_DTYPE_F16, 512, true));  // above the last
 }
 
@@ -122,14 +152,17 @@ TEST_CASE("scale_auto: no table for the cell, the combination or the device, or 
           "[generated]") {
   FakeDriver fake;
   OneDevice(fake, kH100, 9, 0);
-  // rows 64, n 128: no candidate ran there (us: {}).
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 64, 200) == Rules(KPACK_DTYPE_F16, 200));
-  CHECK(RunScale(fake, KPACK_DTYPE_F16, 64, 300) == Rules(KPACK_DTYPE_F16, 300));
-  // f32, rows 64, n 200 (cell n 128): both candidates are 256 (the first
-  // WIDE, unlike the rules' here), which f32 runs only from n 1024; rows
-  // 4096, n 1000: likewise.
+  // rows 64, n 128 (and below): no candidate ran there (us: {}), and that
+  // region has no other corner.
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 64, 128) == Rules(KPACK_DTYPE_F16, 128));
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 64, 100) == Rules(KPACK_DTYPE_F16, 100));
+  // f32, rows 64, n 200: between n 128 (256 WIDE, 256) and 1024 (256, 128)
+  // only 256 without WIDE ran at both, which f32 runs only from n 1024.
+  // rows 100, n 1000: no candidate ran at all four enclosing shapes (rows
+  // 4096, n 128 ran only 128), so rows 64, n 128's ranking: 256 WIDE, then
+  // 256, both invalid below n 1024.
   CHECK(RunScale(fake, KPACK_DTYPE_F32, 64, 200) == Rules(KPACK_DTYPE_F32, 200));
-  CHECK(RunScale(fake, KPACK_DTYPE_F32, 4096, 1000) == Rules(KPACK_DTYPE_F32, 1000));
+  CHECK(RunScale(fake, KPACK_DTYPE_F32, 100, 1000) == Rules(KPACK_DTYPE_F32, 1000));
   // A dtype no table has, and that was not built: the rules, whose
   // dispatcher says so.
   CHECK(tk_scale_auto(nullptr, KPACK_DTYPE_BF16, X(), Out(), 1, 1024) == KPACK_ERROR_NO_SPECIALIZATION);
@@ -185,7 +218,10 @@ TEST_CASE("scale_auto picks the tuning by the device's name, then by its sm, els
 TEST_CASE("pick_auto binary-searches its 20-value key; for: {} has one table", "[generated]") {
   FakeDriver fake;
   OneDevice(fake, kH100, 9, 0);
-  // The winner of the i-th power of two is TILE 16, 32, 64, 16, ... (i % 3).
+  // The winner of the i-th power of two is TILE 16, 32, 64, 16, ... (i % 3);
+  // at each power of two the others are 1.25x off.  Strictly between two
+  // powers, the two winners tie (1.25x at worst, the same sum) ahead of the
+  // third (1.25x at both): the first candidate of the two (16 < 32 < 64).
   auto tile = [](int i) { return std::string("kpack_tk_pick_t") + (i % 3 == 0 ? "16" : i % 3 == 1 ? "32" : "64"); };
   auto run = [&](int32_t len) {
     REQUIRE(tk_pick_auto(nullptr, static_cast<float*>(Out()), len) == KPACK_SUCCESS);
@@ -193,16 +229,19 @@ TEST_CASE("pick_auto binary-searches its 20-value key; for: {} has one table", "
   };
   CHECK(run(1) == tile(0));
   CHECK(run(2) == tile(1));
-  CHECK(run(3) == tile(2));   // ceil(sqrt(2 * 4)) = 3
-  CHECK(run(5) == tile(2));   // 5 * 5 < 4 * 8
-  CHECK(run(6) == tile(3));   // 6 * 6 >= 32
+  CHECK(run(3) == tile(1));   // between 2 (32) and 4 (64): 32
+  CHECK(run(4) == tile(2));
+  CHECK(run(5) == tile(0));   // between 4 (64) and 8 (16): 16
+  CHECK(run(7) == tile(0));
   for (int i = 1; i < 20; ++i) {
-    const int64_t a = int64_t{1} << (i - 1), b = int64_t{1} << i;
-    int64_t t = a;
-    while (t * t < a * b) ++t;  // the threshold, by its definition
+    const int32_t a = int32_t{1} << (i - 1), b = int32_t{1} << i;
     INFO("between " << a << " and " << b);
-    CHECK(run(static_cast<int32_t>(t - 1)) == tile(i - 1));
-    CHECK(run(static_cast<int32_t>(t)) == tile(i));
+    CHECK(run(a) == tile(i - 1));
+    CHECK(run(b) == tile(i));
+    if (b - a < 2) continue;
+    const int between = std::min((i - 1) % 3, i % 3);
+    CHECK(run(a + 1) == tile(between));
+    CHECK(run(b - 1) == tile(between));
   }
   CHECK(run(INT32_MAX) == tile(19));  // above the last
   // Elsewhere, the rules: TILE 16.

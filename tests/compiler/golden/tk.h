@@ -69,8 +69,9 @@ kpack_status tk_scale(kpack_stream stream, kpack_dtype T, int BLOCK, int WIDE, c
  *   WIDE = n >= 256
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's rows and n (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's rows and n is least
+ * (docs/tuning.md).
  * The other arguments are tk_scale()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
@@ -149,8 +150,9 @@ kpack_status tk_pick(kpack_stream stream, int TILE, float *out, int32_t len);
  *   TILE = 16
  * Where a tuning file (kpack tune) of the package has a decision table for
  * this kernel on the calling thread's device (its model, else its sm), the
- * table chooses them instead: the fastest candidate that is valid at the grid
- * shape nearest to this call's len (docs/tuning.md).
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's len is least
+ * (docs/tuning.md).
  * The other arguments are tk_pick()'s.  No allocation; thread-safe.
  *
  * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,

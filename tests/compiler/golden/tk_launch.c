@@ -372,7 +372,7 @@ kpack_status tk_scale(kpack_stream stream, kpack_dtype T, int BLOCK, int WIDE, c
 kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t rows, uint32_t n) {
   /* The choice of the decision tables (kpack tune; docs/tuning.md), where a
      tuning applies to this device, it has a table for this combination and
-     a candidate of the cell nearest this call is valid; else the rules. */
+     a candidate of this call's region cell is valid; else the rules. */
   {
     /* The tunings with tables for scale, in the package file's order. */
     static const char *const kpack_gpus[2] = {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"};
@@ -385,29 +385,37 @@ kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, vo
     if (kpack_tuning >= 0) {
       /* The candidates: values of BLOCK, WIDE. */
       static const int kpack_candidates[6][2] = {{128, 1}, {128, 0}, {256, 0}, {512, 0}, {512, 1}, {256, 1}};
-      /* Per tuning and combination, the ranking of each cell of the grid
-         (rows x n: 3 x 4), fastest first, as far as the first candidate
-         whose valid always holds; 255 ends one. */
-      static const uint8_t kpack_ranks[36][3] = {
+      /* Per tuning and combination, the ranking of each region cell (rows x n: 5 x 7),
+         best first by the worst slowdown over the tuned shapes enclosing
+         the cell, as far as the first candidate whose valid always holds;
+         255 ends one. */
+      static const uint8_t kpack_ranks[105][3] = {
           /* NVIDIA H100 80GB HBM3 (sm_90), T=f16 */
-          {1, 255, 255}, {2, 255, 255}, {3, 2, 255}, {4, 3, 5},
-          {255, 255, 255}, {3, 5, 255}, {5, 255, 255}, {4, 5, 255},
-          {1, 255, 255}, {2, 255, 255}, {3, 2, 255}, {4, 5, 255},
+          {1, 255, 255}, {1, 255, 255}, {2, 255, 255}, {2, 255, 255}, {3, 2, 255}, {3, 255, 255}, {4, 3, 5},
+          {1, 255, 255}, {1, 255, 255}, {1, 255, 255}, {2, 255, 255}, {3, 2, 255}, {3, 2, 255}, {4, 5, 255},
+          {255, 255, 255}, {3, 5, 255}, {3, 5, 255}, {5, 255, 255}, {5, 255, 255}, {4, 5, 255}, {4, 5, 255},
+          {1, 255, 255}, {3, 5, 255}, {3, 5, 255}, {3, 5, 255}, {5, 255, 255}, {5, 255, 255}, {4, 5, 255},
+          {1, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {3, 2, 255}, {3, 2, 255}, {4, 5, 255},
           /* NVIDIA A100-SXM4-80GB (sm_80), T=f16 */
-          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
-          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
-          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
+          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
+          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
+          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
+          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
+          {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255}, {4, 1, 255},
           /* NVIDIA H100 80GB HBM3 (sm_90), T=f32 */
-          {1, 255, 255}, {2, 1, 255}, {5, 2, 255}, {5, 255, 255},
-          {5, 2, 255}, {2, 1, 255}, {2, 255, 255}, {5, 2, 255},
-          {1, 255, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255},
+          {1, 255, 255}, {1, 255, 255}, {2, 1, 255}, {2, 255, 255}, {5, 2, 255}, {5, 255, 255}, {5, 255, 255},
+          {2, 255, 255}, {2, 255, 255}, {2, 1, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255}, {5, 255, 255},
+          {5, 2, 255}, {2, 255, 255}, {2, 1, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255},
+          {5, 2, 255}, {5, 2, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255},
+          {1, 255, 255}, {1, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255},
       };
-      /* The shape of the grid nearest this call, in log space: between
-         neighbours a < b, a value goes to b from ceil(sqrt(a * b)) on. */
-      const size_t kpack_cell = (size_t)((rows >= 8) + (rows >= 512)) * 4 + (size_t)((n >= 363u) + (n >= 2897u) + (n >= 23171u));
+      /* Per key, the call's region of its grid g0 < g1 < ...: 2i where it
+         equals gi (or lies beyond the grid's end), 2i + 1 strictly between
+         gi and g(i+1). */
+      const size_t kpack_cell = (size_t)((rows > 1) + (rows >= 64) + (rows > 64) + (rows >= 4096)) * 7 + (size_t)((n > 128u) + (n >= 1024u) + (n > 1024u) + (n >= 8192u) + (n > 8192u) + (n >= 65536u));
       int kpack_pick = -1;
       if (T == KPACK_DTYPE_F16) {
-        static const int32_t kpack_first[2] = {0, 12};  /* per tuning, its table's first row; -1: none */
+        static const int32_t kpack_first[2] = {0, 35};  /* per tuning, its table's first row; -1: none */
         if (kpack_first[kpack_tuning] >= 0) {
           const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];
           /* The first candidate whose valid holds here (!(WIDE && BLOCK == 128) && (BLOCK * sizeof(T) <= 512 || n >= 1024)); one that fails (division by zero, overflow) does not. */
@@ -428,7 +436,7 @@ kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, vo
           }
         }
       } else if (T == KPACK_DTYPE_F32) {
-        static const int32_t kpack_first[2] = {24, -1};  /* per tuning, its table's first row; -1: none */
+        static const int32_t kpack_first[2] = {70, -1};  /* per tuning, its table's first row; -1: none */
         if (kpack_first[kpack_tuning] >= 0) {
           const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];
           /* The first candidate whose valid holds here (!(WIDE && BLOCK == 128) && (BLOCK * sizeof(T) <= 512 || n >= 1024)); one that fails (division by zero, overflow) does not. */
@@ -528,7 +536,7 @@ kpack_status tk_pick(kpack_stream stream, int TILE, float *out, int32_t len) {
 kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
   /* The choice of the decision tables (kpack tune; docs/tuning.md), where a
      tuning applies to this device, it has a table for this combination and
-     a candidate of the cell nearest this call is valid; else the rules. */
+     a candidate of this call's region cell is valid; else the rules. */
   {
     /* The tunings with tables for pick, in the package file's order. */
     static const char *const kpack_gpus[1] = {"NVIDIA H100 80GB HBM3"};
@@ -541,28 +549,40 @@ kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
     if (kpack_tuning >= 0) {
       /* The candidates: values of TILE. */
       static const int kpack_candidates[3][1] = {{16}, {32}, {64}};
-      /* Per tuning and combination, the ranking of each cell of the grid
-         (len: 20), fastest first, as far as the first candidate
-         whose valid always holds; 255 ends one. */
-      static const uint8_t kpack_ranks[20][1] = {
+      /* Per tuning and combination, the ranking of each region cell (len: 39),
+         best first by the worst slowdown over the tuned shapes enclosing
+         the cell, as far as the first candidate whose valid always holds;
+         255 ends one. */
+      static const uint8_t kpack_ranks[39][1] = {
           /* NVIDIA H100 80GB HBM3 (sm_90) */
-          {0}, {1}, {2}, {0}, {1}, {2}, {0}, {1},
-          {2}, {0}, {1}, {2}, {0}, {1}, {2}, {0},
-          {1}, {2}, {0}, {1},
+          {0}, {0}, {1}, {1}, {2}, {0}, {0}, {0}, {1},
+          {1}, {2}, {0}, {0}, {0}, {1}, {1}, {2}, {0},
+          {0}, {0}, {1}, {1}, {2}, {0}, {0}, {0}, {1},
+          {1}, {2}, {0}, {0}, {0}, {1}, {1}, {2}, {0},
+          {0}, {0}, {1},
       };
-      /* The shape of the grid nearest this call, in log space: between
-         neighbours a < b, a value goes to b from ceil(sqrt(a * b)) on. */
-      size_t kpack_at_len = 0;
+      /* Per key, the call's region of its grid g0 < g1 < ...: 2i where it
+         equals gi (or lies beyond the grid's end), 2i + 1 strictly between
+         gi and g(i+1). */
+      size_t kpack_at_len;
       {
-        static const int32_t kpack_thresholds[19] = {2, 3, 6, 12, 23, 46, 91, 182, 363, 725, 1449, 2897, 5793, 11586, 23171, 46341, 92682, 185364, 370728};
-        size_t kpack_hi = 19;
-        while (kpack_at_len < kpack_hi) {
-          const size_t kpack_mid = kpack_at_len + (kpack_hi - kpack_at_len) / 2;
-          if (len >= kpack_thresholds[kpack_mid])
-            kpack_at_len = kpack_mid + 1;
+        static const int32_t kpack_grid[20] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288};
+        size_t kpack_lo = 0, kpack_hi = 20;
+        while (kpack_lo < kpack_hi) {
+          const size_t kpack_mid = kpack_lo + (kpack_hi - kpack_lo) / 2;
+          if (kpack_grid[kpack_mid] < len)
+            kpack_lo = kpack_mid + 1;
           else
             kpack_hi = kpack_mid;
         }
+        if (kpack_lo < 20 && kpack_grid[kpack_lo] == len)
+          kpack_at_len = 2 * kpack_lo;
+        else if (kpack_lo == 0)
+          kpack_at_len = 0;
+        else if (kpack_lo == 20)
+          kpack_at_len = 38;
+        else
+          kpack_at_len = 2 * kpack_lo - 1;
       }
       const size_t kpack_cell = kpack_at_len;
       int kpack_pick = -1;
