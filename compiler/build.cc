@@ -19,6 +19,7 @@
 #include "manifest.h"
 #include "ninja.h"
 #include "pack.h"
+#include "pass_timer.h"
 #include "plan.h"
 #include "triton.h"
 #include "triton_source.h"
@@ -31,23 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Times one pass; prints "kpack: <pass> <ms> ms" under --perf.
-class PassTimer {
- public:
-  PassTimer(const char* name, bool enabled, std::ostream& out)
-      : name_(name), enabled_(enabled), out_(out), start_(std::chrono::steady_clock::now()) {}
-  ~PassTimer() {
-    if (!enabled_) return;
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-    out_ << "kpack: " << name_ << " " << static_cast<int64_t>(ms * 1000) / 1000.0 << " ms\n";
-  }
-
- private:
-  const char* name_;
-  bool enabled_;
-  std::ostream& out_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 // Ends a pass: prints what the pass reported and says whether to go on.
 bool Checkpoint(Diagnostics& diag, std::ostream& err) {

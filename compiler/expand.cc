@@ -161,6 +161,16 @@ ExprBindings BindingsFor(const Specialization& s) {
   return b;
 }
 
+ExprBindings LauncherBindings(const Specialization& s) {
+  ExprBindings b = BindingsFor(s);
+  b.constant = [&s, inner = b.constant](const std::string& name) -> std::optional<int64_t> {
+    const Constexpr* c = s.kernel->FindConstexpr(name);
+    if (c && c->Computed()) return std::nullopt;
+    return inner(name);
+  };
+  return b;
+}
+
 std::string ValueText(const Constexpr& c, const ConstexprValue& v) {
   switch (c.kind) {
     case ConstexprKind::kDtype: return std::string(Info(v.dtype).manifest);

@@ -64,6 +64,11 @@ struct Specialization {
 // The result refers to `s`, which must outlive it.
 ExprBindings BindingsFor(const Specialization& s);
 
+// The same, for code that runs before the build is chosen (a typed
+// launcher, a tuner's `valid`): computed constexprs are the launcher's
+// variables, not the build's constants.
+ExprBindings LauncherBindings(const Specialization& s);
+
 // Spelling of one value: "f16", "256", "true", "1e-06", "mean".
 std::string ValueText(const Constexpr& c, const ConstexprValue& v);
 

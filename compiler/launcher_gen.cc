@@ -54,18 +54,6 @@ std::vector<const Expr*> EmittedExprs(const Kernel& k) {
   return out;
 }
 
-// Bindings for code that runs before the build is chosen: computed
-// constexprs are the launcher's variables, not the build's constants.
-ExprBindings LauncherBindings(const Specialization& s) {
-  ExprBindings b = BindingsFor(s);
-  b.constant = [&s, inner = b.constant](const std::string& name) -> std::optional<int64_t> {
-    const Constexpr* c = s.kernel->FindConstexpr(name);
-    if (c && c->Computed()) return std::nullopt;
-    return inner(name);
-  };
-  return b;
-}
-
 constexpr const char* kBuildType = R"(/* One build of a specialization: what its typed launcher passes when a call
    runs it (Triton decides the block and shared memory of each build). */
 typedef struct kpack_build_ {

@@ -21,6 +21,7 @@
 #include "fs_util.h"
 #include "json_util.h"
 #include "manifest.h"
+#include "pass_timer.h"
 #include "triton.h"
 #include "triton_source.h"
 #include "tune_report.h"
@@ -172,24 +173,6 @@ class Progress {
   bool drawn_ = false;
 };
 
-// Times one step; prints "kpack: <step> <ms> ms" under --perf, as kpack build does.
-class StepTimer {
- public:
-  StepTimer(const char* name, bool enabled, std::ostream& out) : name_(name), enabled_(enabled), out_(out) {
-    start_ = std::chrono::steady_clock::now();
-  }
-  ~StepTimer() {
-    if (!enabled_) return;
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-    out_ << "kpack: " << name_ << " " << static_cast<int64_t>(ms * 1000) / 1000.0 << " ms\n";
-  }
-
- private:
-  const char* name_;
-  bool enabled_;
-  std::ostream& out_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 // ---- The protocol ------------------------------------------------------------
 
@@ -447,7 +430,7 @@ int TunePackage(const Package& pkg, const std::vector<Specialization>& specs, co
     return 1;
   }
   {
-    StepTimer t("list", o.perf, err);
+    PassTimer t("list", o.perf, err);
     if (std::string e = CheckList(pkg, layouts, o, runner); !e.empty()) {
       err << "kpack: error: " << e << "\n";
       return 1;
@@ -455,14 +438,14 @@ int TunePackage(const Package& pkg, const std::vector<Specialization>& specs, co
   }
   RunState st;
   {
-    StepTimer t("run", o.perf, err);
+    PassTimer t("run", o.perf, err);
     st = RunTuner(selected, o.kernels.empty(), o, runner, err, clock);
   }
   if (!st.error.empty()) {
     err << "kpack: error: " << st.error << "\n";
     return 1;
   }
-  StepTimer t("write", o.perf, err);
+  PassTimer t("write", o.perf, err);
   const TuneResults results = Results(pkg, st, o);
   const std::string slug = GpuSlug(results.gpu);
   const std::string yaml = (fs::path(o.out_dir) / (slug + ".yaml")).generic_string();
@@ -485,7 +468,7 @@ int RunTune(const TuneOptions& o, TunerRunner& runner, std::ostream& err, const 
   Diagnostics diag;
   std::optional<Package> pkg;
   {
-    StepTimer t("load", o.perf, err);
+    PassTimer t("load", o.perf, err);
     LoadOptions load;
     load.project_root = o.root;
     load.allow_outside_root = o.allow_outside_root;
@@ -505,7 +488,7 @@ int RunTune(const TuneOptions& o, TunerRunner& runner, std::ostream& err, const 
   std::vector<Specialization> specs;
   Diagnostics expand_diag;
   {
-    StepTimer t("expand", o.perf, err);
+    PassTimer t("expand", o.perf, err);
     specs = Expand(*pkg, expand_diag);
   }
   err << expand_diag.Text();

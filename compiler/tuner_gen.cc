@@ -151,16 +151,6 @@ ExprBindings ComboBindings(const Specialization& rep) {
   return b;
 }
 
-// Bindings of one build's `valid`: every constexpr but the rules' is known.
-ExprBindings BuildBindings(const Specialization& s) {
-  ExprBindings b = BindingsFor(s);
-  b.constant = [&s, inner = b.constant](const std::string& name) -> std::optional<int64_t> {
-    const Constexpr* c = s.kernel->FindConstexpr(name);
-    if (c && c->Computed()) return std::nullopt;
-    return inner(name);
-  };
-  return b;
-}
 
 class TunerWriter {
  public:
@@ -459,7 +449,7 @@ class TunerWriter {
     for (size_t m = 0; m < l.combos.size(); ++m)
       for (size_t c = 0; c < l.candidates.size(); ++c) {
         if (!l.built[m][c]) continue;
-        std::string body = t.valid ? Checked("const int64_t kpack_ok", *t.valid, BuildBindings(*l.built[m][c]), what) +
+        std::string body = t.valid ? Checked("const int64_t kpack_ok", *t.valid, LauncherBindings(*l.built[m][c]), what) +
                                          "  return kpack_ok != 0;\n"
                                    : "  return 1;\n";
         bodies.emplace_back(m * l.candidates.size() + c, body);
