@@ -106,14 +106,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   std::optional<Package> pkg;
   {
     PassTimer t("load", o.perf, err);
-    LoadOptions load;
-    load.project_root = o.root;
-    load.allow_outside_root = o.allow_outside_root;
-    load.python_path = o.python_path;
-    for (const std::string& dir : o.include_dirs) {
-      std::error_code ec;
-      load.include_dirs.push_back(fs::absolute(dir, ec).lexically_normal().generic_string());
-    }
+    LoadOptions load = CommandLineLoadOptions(o.root, o.allow_outside_root, o.python_path, o.include_dirs);
     for (const std::string& dir : o.include_dirs) {
       std::error_code ec;
       if (!fs::exists(dir, ec)) diag.Error("include directory '" + dir + "' (-I) not found");

@@ -1,5 +1,7 @@
 #include "codegen_text.h"
 
+#include <cstdio>
+
 namespace kpack::codegen {
 
 const char* const kCheckedArithmeticC = R"(static inline int64_t kpack_add_(int64_t a, int64_t b, int *bad) {
@@ -86,6 +88,23 @@ static inline int64_t kpack_next_pow2_(int64_t x, int *bad) {
 };
 
 }  // namespace
+
+std::string ConstexprCLiteral(const Constexpr& c, const ConstexprValue& v) {
+  switch (c.kind) {
+    case ConstexprKind::kDtype: return std::string(Info(v.dtype).enumerator);
+    case ConstexprKind::kStr: return CString(v.text);
+    case ConstexprKind::kFloat: {
+      char text[40];
+      std::snprintf(text, sizeof text, "%.17g", v.real);
+      std::string literal = text;
+      if (literal.find_first_of(".eEn") == std::string::npos) literal += ".0";
+      return literal;
+    }
+    case ConstexprKind::kBool:
+    case ConstexprKind::kInt: break;
+  }
+  return std::to_string(v.integer);
+}
 
 std::string FunctionHelperC(const std::string& function) {
   for (const FunctionHelper& h : kFunctionHelpers)

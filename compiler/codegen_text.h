@@ -69,6 +69,11 @@ std::vector<std::string> LeadingParams(const Kernel& k);
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::string DispatcherParams(const Kernel& k);
 
+// A constexpr value as a C literal: a dtype's kpack_dtype enumerator, a
+// string, a float that stays a double literal ("1.0", "1e-06"), an int
+// (bool: 0 or 1).  What config structs and the tuner's tables hold.
+std::string ConstexprCLiteral(const Constexpr& c, const ConstexprValue& v);
+
 // The checked 64-bit arithmetic that EmitExprC's C calls (kpack_add_,
 // kpack_sub_, kpack_mul_, kpack_div_, kpack_mod_, kpack_cdiv_, kpack_min_,
 // kpack_max_): static inline C functions, no comment.  The launcher source

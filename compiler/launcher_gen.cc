@@ -234,26 +234,13 @@ class LauncherWriter {
             ", &kpack_state_" + std::to_string(i) + "};\n\n";
   }
 
-  static std::string ConfigField(const Constexpr& c, const ConstexprValue& v) {
-    switch (c.kind) {
-      case ConstexprKind::kDtype: return std::string(Info(v.dtype).enumerator);
-      case ConstexprKind::kStr: return CString(v.text);
-      case ConstexprKind::kFloat: {
-        char text[40];
-        std::snprintf(text, sizeof text, "%.17g", v.real);
-        return text;
-      }
-      default: return std::to_string(v.integer);
-    }
-  }
-
   void WriteConfigs(const Kernel& k) {
     std::string base = pkg_.prefix + "_" + k.name;
     out_ += "const " + base + "_config " + base + "_configs[" + Upper(base) + "_NUM_CONFIGS] = {\n";
     for (const Specialization* s : SpecsOf(k, specs_)) {
       std::vector<std::string> fields;
       for (size_t c = 0; c < k.constexprs.size(); ++c)
-        if (k.constexprs[c].InApi()) fields.push_back(ConfigField(k.constexprs[c], s->values[c]));
+        if (k.constexprs[c].InApi()) fields.push_back(ConstexprCLiteral(k.constexprs[c], s->values[c]));
       out_ += "    {" + Join(fields, ", ") + "},\n";
     }
     out_ += "};\n\n";

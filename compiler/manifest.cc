@@ -201,6 +201,20 @@ std::string LastNameComponent(const std::string& s) {
   return at == std::string::npos ? s : s.substr(at + 2);
 }
 
+LoadOptions CommandLineLoadOptions(const std::string& root, bool allow_outside_root,
+                                   const std::vector<std::string>& python_path,
+                                   const std::vector<std::string>& include_dirs) {
+  LoadOptions load;
+  load.project_root = root;
+  load.allow_outside_root = allow_outside_root;
+  load.python_path = python_path;
+  for (const std::string& dir : include_dirs) {
+    std::error_code ec;
+    load.include_dirs.push_back(fs::absolute(dir, ec).lexically_normal().generic_string());
+  }
+  return load;
+}
+
 std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& options, Diagnostics& diag) {
   FileReader r(path, options, diag);
   r.set_root(ProjectRoot(path, options));

@@ -48,6 +48,13 @@ struct LoadOptions {
   TritonDescriber* describer = nullptr;
 };
 
+// The load options a command line gives (kpack build, kpack tune): the
+// project root, --allow-outside-root, --python-path, and -I made absolute
+// (nvcc runs elsewhere, and the unit cache keys on them).
+LoadOptions CommandLineLoadOptions(const std::string& root, bool allow_outside_root,
+                                   const std::vector<std::string>& python_path,
+                                   const std::vector<std::string>& include_dirs);
+
 // Loads the package file at `path` and every kernel manifest it lists.
 // Returns nullopt when `diag` has errors.
 std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& options,

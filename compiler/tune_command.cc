@@ -469,14 +469,7 @@ int RunTune(const TuneOptions& o, TunerRunner& runner, std::ostream& err, const 
   std::optional<Package> pkg;
   {
     PassTimer t("load", o.perf, err);
-    LoadOptions load;
-    load.project_root = o.root;
-    load.allow_outside_root = o.allow_outside_root;
-    load.python_path = o.python_path;
-    for (const std::string& dir : o.include_dirs) {
-      std::error_code ec;
-      load.include_dirs.push_back(fs::absolute(dir, ec).lexically_normal().generic_string());
-    }
+    LoadOptions load = CommandLineLoadOptions(o.root, o.allow_outside_root, o.python_path, o.include_dirs);
     // Triton kernels' sources are read as kpack build reads them: their
     // autotune configs are part of what was built, so of the hashes.
     HelperDescriber describer(runner, TritonTools{o.python, o.triton_helper, ""});

@@ -470,7 +470,7 @@ class TunerWriter {
       const std::vector<size_t>& axes = tuned ? l.tuned : l.combo_axes;
       const size_t j = std::find(axes.begin(), axes.end(), i) - axes.begin();
       std::vector<std::string> values;
-      for (const auto& row : tuned ? l.candidates : l.combos) values.push_back(ConstexprLiteral(c, row[j]));
+      for (const auto& row : tuned ? l.candidates : l.combos) values.push_back(codegen::ConstexprCLiteral(c, row[j]));
       const std::string table = p + "_axis" + std::to_string(i);
       Array(c.kind == ConstexprKind::kStr ? "const char *const" : "const " + codegen::ConstexprCType(c), table, values);
       args.push_back(table + "[" + (tuned ? "kpack_candidate" : "kpack_combo") + "]");
@@ -497,23 +497,6 @@ class TunerWriter {
             "void *const *kpack_p, kpack_stream stream) {\n";
     out_ += "  (void)kpack_combo;\n  (void)kpack_v;\n  (void)kpack_p;\n";
     out_ += "  return " + pkg_.prefix + "_" + k.name + "_auto(" + Join(args, ", ") + ");\n}\n\n";
-  }
-
-  static std::string ConstexprLiteral(const Constexpr& c, const ConstexprValue& v) {
-    switch (c.kind) {
-      case ConstexprKind::kDtype: return std::string(Info(v.dtype).enumerator);
-      case ConstexprKind::kStr: return CString(v.text);
-      case ConstexprKind::kFloat: {
-        char text[40];
-        std::snprintf(text, sizeof text, "%.17g", v.real);
-        std::string literal = text;
-        if (literal.find_first_of(".eEn") == std::string::npos) literal += ".0";
-        return literal;
-      }
-      case ConstexprKind::kBool:
-      case ConstexprKind::kInt: break;
-    }
-    return std::to_string(v.integer);
   }
 
   static std::string ParamArgument(const Param& p, size_t i) {
