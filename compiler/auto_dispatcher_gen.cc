@@ -122,13 +122,17 @@ class AutoWriter {
   }
 
   std::string Write() {
-    out_ += "kpack_status " + pkg_.prefix + "_" + name_ + "(" + AutoDispatcherParams(k_, true) + ") {\n";
+    // The decision tables of the tuning files come first; "" without any.
+    const std::string tables = TunedChoiceSource(pkg_, k_, specs_, name_);
+    const std::string public_name = pkg_.prefix + "_" + name_;
+    const std::string body_name = "kpack_" + name_ + "_body_";
+    out_ += (tables.empty() ? "kpack_status " + public_name : "static kpack_status " + body_name) + "(" +
+            AutoDispatcherParams(k_, true) + ") {\n";
     for (const std::string& name : CallerBools(k_))
       out_ += "  const int " + name + " = kpack_arg_" + name + " != 0;  /* a bool, as " + pkg_.prefix + "_" +
               k_.name + "() reads it */\n";
     WriteDeviceAttributes();
-    // The decision tables of the tuning files come first; "" without any.
-    out_ += TunedChoiceSource(pkg_, k_, specs_, name_);
+    out_ += tables;
     out_ += "  /* The auto constexprs, in the order their rules read each other";
     out_ += fallible_.empty() ? ". */\n" : ", and\n     for those that can fail, whether kpack_bad was set by then. */\n";
     if (!fallible_.empty()) out_ += "  int kpack_bad = 0;\n";
@@ -141,6 +145,7 @@ class AutoWriter {
     for (size_t i : order_) WriteChecks(k_.constexprs[i]);
     WriteCall();
     out_ += "}\n\n";
+    if (!tables.empty()) WriteHintWrapper(public_name, body_name);
     return out_;
   }
 
@@ -286,6 +291,24 @@ class AutoWriter {
       out_ += "    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, " +
               CString(what + " gave %lld, which does not fit in a C int") + ", (long long)" + c.name + ");\n";
     }
+  }
+
+  // With tables, the auto dispatcher is the body above and then drops the
+  // device hint that kpack_tuning_select left for its launch
+  // (kpack_internal.h), on every path: the launch took it, or none
+  // happened.
+  void WriteHintWrapper(const std::string& public_name, const std::string& body_name) {
+    const std::set<std::string> renamed = CallerBools(k_);
+    std::vector<std::string> args = {"stream"};
+    if (k_.launch.pdl == Pdl::kPerCall) args.push_back("pdl");
+    for (const Constexpr& c : k_.constexprs)
+      if (c.InApi() && !c.Auto()) args.push_back((renamed.count(c.name) ? "kpack_arg_" : "") + c.name);
+    for (const Param& p : k_.params) args.push_back(p.name);
+    out_ += "kpack_status " + public_name + "(" + AutoDispatcherParams(k_, true) + ") {\n";
+    out_ += "  const kpack_status kpack_st = " + body_name + "(" + Join(args, ", ") + ");\n";
+    out_ += "  /* The launch took the device kpack_tuning_select found, or none was made. */\n";
+    out_ += "  kpack_device_hint_clear();\n";
+    out_ += "  return kpack_st;\n}\n\n";
   }
 
   void WriteCall() {

@@ -262,6 +262,22 @@ std::string NarrowParams(const Kernel& k) { return ParamList(k, [](const Param& 
 // "stride_d": the params that are `equal_to_1: auto`.
 std::string OneParams(const Kernel& k) { return ParamList(k, [](const Param& p) { return p.equal_to_1; }); }
 
+// The low four bits survive the casts, negative values included.
+std::string AlignedVariantTest(const Kernel& k, std::string* what) {
+  if (!k.HasAlignedVariant()) return "";
+  std::vector<std::string> tests, values, said;
+  for (const Param& p : k.params)
+    if (p.divisibility_auto)
+      values.push_back(p.type.is_pointer ? "(uint64_t)(uintptr_t)" + p.name : "(uint64_t)" + p.name);
+  if (!values.empty()) tests.push_back("((" + Join(values, " | ") + ") & 15) == 0");
+  for (const Param& p : k.params)
+    if (p.equal_to_1) tests.push_back(p.name + " == 1");
+  if (!values.empty()) said.push_back("every divisibility: auto param (" + AutoParams(k) + ") is a multiple of 16");
+  if (!OneParams(k).empty()) said.push_back("every equal_to_1 param (" + OneParams(k) + ") is 1");
+  if (what) *what = Join(said, " and ");
+  return Join(tests, " && ");
+}
+
 
 // "kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, ...".
 std::vector<std::string> LeadingParams(const Kernel& k) {

@@ -62,6 +62,14 @@ std::string NarrowParams(const Kernel& k);
 // "stride_d": the params that are `equal_to_1: auto`.
 std::string OneParams(const Kernel& k);
 
+// The C test under which a launcher of `k` runs its aligned variant (Triton's
+// JIT specializes exactly so): every `divisibility: auto` value a multiple
+// of 16 (an address: 16-byte aligned), in one OR of the values and one
+// test, and every `equal_to_1: auto` param 1.  It reads the params by
+// name.  `what` gets the sentence after "The aligned variant when ".  ""
+// when the kernel has no aligned variant.
+std::string AlignedVariantTest(const Kernel& k, std::string* what = nullptr);
+
 // What every launcher of `k` takes first: the stream, then `int pdl` when
 // the kernel's PDL is chosen per call (launch.pdl: per_call).
 std::vector<std::string> LeadingParams(const Kernel& k);

@@ -305,28 +305,36 @@ std::string GpuText(const json::Object& o) {
   return JsonGetString(o, "gpu") + " (sm_" + (sm ? std::to_string(*sm) : std::string("?")) + ")";
 }
 
-// One table: a line per shape with its best and margin, columns aligned.
+// One table: a line per shape with its best and margin, columns aligned;
+// then its probes (shapes between the grid's values) under a line of
+// their own.
 void FormatTable(const json::Object& table, const std::vector<std::string>& key, std::string& out) {
   std::vector<std::vector<std::string>> lines = {key};
   lines[0].push_back("best");
   lines[0].push_back("margin");
-  if (const json::Array* results = table.getArray("results"))
-    for (const json::Value& r : *results) {
-      const json::Object* o = r.getAsObject();
-      if (!o) continue;
-      std::vector<std::string> line;
-      if (const json::Array* shape = o->getArray("shape"))
-        for (const json::Value& v : *shape) line.push_back(IntegerText(v));
-      line.resize(key.size(), "?");
-      std::optional<llvm::StringRef> best = o->getString("best");
-      line.push_back(best ? best->str() : "- (no candidate ran: the rules)");
-      line.push_back(best ? MarginText(o->getObject("ns")) : "-");
-      lines.push_back(std::move(line));
-    }
+  size_t grid_lines = 0;
+  for (const char* list : {"results", "probes"}) {
+    if (const json::Array* results = table.getArray(list))
+      for (const json::Value& r : *results) {
+        const json::Object* o = r.getAsObject();
+        if (!o) continue;
+        std::vector<std::string> line;
+        if (const json::Array* shape = o->getArray("shape"))
+          for (const json::Value& v : *shape) line.push_back(IntegerText(v));
+        line.resize(key.size(), "?");
+        std::optional<llvm::StringRef> best = o->getString("best");
+        line.push_back(best ? best->str() : "- (no candidate ran: the rules)");
+        line.push_back(best ? MarginText(o->getObject("ns")) : "-");
+        lines.push_back(std::move(line));
+      }
+    if (grid_lines == 0) grid_lines = lines.size();
+  }
   std::vector<size_t> width(key.size() + 2, 0);
   for (const auto& line : lines)
     for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
-  for (const auto& line : lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto& line = lines[i];
+    if (i == grid_lines) out += "    probes, between the grid's values:\n";
     std::string text = "   ";
     for (size_t c = 0; c < key.size(); ++c) text += " " + Right(line[c], width[c]);
     text += "  " + line[key.size()] + std::string(width[key.size()] - line[key.size()].size(), ' ');
@@ -335,7 +343,8 @@ void FormatTable(const json::Object& table, const std::vector<std::string>& key,
   }
 }
 
-// "NVIDIA H100 80GB HBM3 (sm_90), T=f16 (tuning/h100.yaml)".
+// "NVIDIA H100 80GB HBM3 (sm_90), T=f16 (tuning/h100.yaml)", with
+// ", unaligned variant" after the combination for such a table.
 std::string TableTitle(const json::Object& table) {
   std::string title = GpuText(table);
   if (const json::Object* combo = table.getObject("for")) {
@@ -348,6 +357,7 @@ std::string TableTitle(const json::Object& table) {
       for (const std::string& p : parts) title += " " + p;
     }
   }
+  if (JsonGetString(table, "variant") == "unaligned") title += ", unaligned variant";
   return title + " (" + JsonGetString(table, "file") + ")";
 }
 
@@ -387,9 +397,10 @@ void AddMargins(json::Object& tuning) {
   if (json::Array* tables = tuning.getArray("tables"))
     for (json::Value& t : *tables)
       if (json::Object* table = t.getAsObject())
-        if (json::Array* results = table->getArray("results"))
-          for (json::Value& r : *results)
-            if (json::Object* o = r.getAsObject()) (*o)["margin"] = MarginText(o->getObject("ns"));
+        for (const char* list : {"results", "probes"})
+          if (json::Array* results = table->getArray(list))
+            for (json::Value& r : *results)
+              if (json::Object* o = r.getAsObject()) (*o)["margin"] = MarginText(o->getObject("ns"));
 }
 
 }  // namespace

@@ -66,6 +66,20 @@ json::Object UnitJson(const Unit& u, const CompiledUnit& c, const UnitFacts& f) 
   return o;
 }
 
+// One measured shape of a table: its key values, each candidate's time in
+// nanoseconds, the best.
+json::Object ResultJson(const std::vector<int64_t>& at, const std::vector<std::pair<size_t, double>>& ranking,
+                        const TunedKernel& tk) {
+  json::Array shape;
+  for (int64_t v : at) shape.push_back(v);
+  json::Object ns;
+  for (const auto& [candidate, us] : ranking)
+    ns[tk.labels[candidate]] = static_cast<int64_t>(std::llround(std::min(us * 1000, 9e18)));
+  json::Object result{{"shape", std::move(shape)}, {"ns", std::move(ns)}};
+  result["best"] = ranking.empty() ? json::Value(nullptr) : json::Value(tk.labels[ranking[0].first]);
+  return result;
+}
+
 // The decision tables of `k` (docs/tuning.md): its grid, then per tuning
 // file that tuned it and combination, each shape's best and every
 // candidate's time in nanoseconds (integers: a double such as 2.91 prints
@@ -96,17 +110,12 @@ json::Object TuningJson(const Package& pkg, const Kernel& k) {
         for (size_t j = 0; j < axes.size() && j < t.combo.size(); ++j)
           combo[k.constexprs[axes[j]].name] = ValueText(k.constexprs[axes[j]], t.combo[j]);
         table["for"] = std::move(combo);
-        json::Array results;
-        for (size_t cell = 0; cell < t.ranking.size(); ++cell) {
-          json::Array shape;
-          for (int64_t v : GridPoint(k.tune->key, cell)) shape.push_back(v);
-          json::Object ns;
-          for (const auto& [candidate, us] : t.ranking[cell])
-            ns[tk.labels[candidate]] = static_cast<int64_t>(std::llround(std::min(us * 1000, 9e18)));
-          json::Object result{{"shape", std::move(shape)}, {"ns", std::move(ns)}};
-          result["best"] = t.ranking[cell].empty() ? json::Value(nullptr) : json::Value(tk.labels[t.ranking[cell][0].first]);
-          results.push_back(std::move(result));
-        }
+        if (t.unaligned) table["variant"] = "unaligned";
+        json::Array results, probes;
+        for (size_t cell = 0; cell < t.ranking.size(); ++cell)
+          results.push_back(ResultJson(GridPoint(k.tune->key, cell), t.ranking[cell], tk));
+        for (const TunedProbe& p : t.probes) probes.push_back(ResultJson(p.at, p.ranking, tk));
+        if (!probes.empty()) table["probes"] = std::move(probes);
         table["results"] = std::move(results);
         tables.push_back(std::move(table));
       }

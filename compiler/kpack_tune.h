@@ -10,7 +10,12 @@
  * kernel's API constexprs that are not auto (the dtypes: one table each in
  * the tuning file); a *candidate* is one combination of the auto
  * constexprs' values (what tuning chooses); a *shape* is a point of the
- * grid, row-major over the key params (the last varies fastest).  Param
+ * grid, row-major over the key params (the last varies fastest), and
+ * after the grid's shapes the *probe* shapes, row-major over the probe
+ * values of each key (shape grid + p for probe p); a *variant* is the
+ * launcher's build that ran: 1 the unaligned one of a kernel with unaligned
+ * twins (kpack_tune_kernel.aligned), 0 its aligned one, and 0 for every
+ * other kernel.  Param
  * values travel as int64_t in one array indexed by the kernel's param
  * order (pointer params' slots unused), and buffers as pointers in another
  * (scalar params' slots NULL).
@@ -27,7 +32,7 @@
 
 /* Bumped with every change of the layout below: the generated file checks
    it at compile time. */
-#define KPACK_TUNE_ABI 2
+#define KPACK_TUNE_ABI 3
 
 /* How a buffer is filled before timing (the manifest's `fill:`). */
 typedef enum kpack_tune_fill_kind {
@@ -44,6 +49,10 @@ typedef struct kpack_tune_buffer {
   const char *param;         /* the pointer param's name */
   int param_index;           /* its position among the kernel's params */
   kpack_tune_fill_kind fill;
+  /* 1 when the param is `divisibility: auto` and the kernel has unaligned
+     twins (kpack_tune_kernel.aligned): its twin passes the buffer one
+     element past its allocation's start, its contents moved along. */
+  int twin_offset;
 } kpack_tune_buffer;
 
 /* One buffer at one shape: what the count and fill expressions gave. */
@@ -80,6 +89,13 @@ typedef struct kpack_tune_kernel {
   const int *key_params;         /* [num_keys]: their param indices */
   const int *grid_sizes;         /* [num_keys]: values per axis */
   const int64_t *const *grid;    /* [num_keys][grid_sizes[i]]: ascending */
+  /* The probe shapes' values between the grid's (tune_probe.h), per key
+     ascending; a key without any (no integer between its grid values)
+     has size 0 and a NULL row, and then there are no probe shapes.  Probe
+     p < the product of probe_sizes is row-major over them, the last key
+     fastest, and its shape index is (the grid's shapes) + p. */
+  const int *probe_sizes;          /* [num_keys] */
+  const int64_t *const *probes;    /* [num_keys][probe_sizes[i]] */
   int num_tuned;
   const char *const *tuned;      /* the auto constexprs, in constexpr order */
   int num_combos;
@@ -112,6 +128,14 @@ typedef struct kpack_tune_kernel {
      the combination's constexprs, params...): what the library's tables
      (or rules) pick, timed by --eval against every candidate. */
   kpack_status (*launch_auto)(int combo, const int64_t *values, void *const *ptrs, kpack_stream stream);
+  /* NULL unless the harness times unaligned twins: the launcher picks an
+     aligned variant and a `divisibility: auto` param is a pointer.  1 when
+     the launcher would run its aligned variant at these params and buffers
+     (its own test: every `divisibility: auto` value a multiple of 16, every
+     `equal_to_1: auto` param 1), else 0.  Where the as-is launch ran the
+     aligned variant, the harness times the shape again with the twin_offset
+     buffers one element off (variant 1). */
+  int (*aligned)(const int64_t *values, void *const *ptrs);
 } kpack_tune_kernel;
 
 /* The whole harness: the package and its kernels with `tune:`. */

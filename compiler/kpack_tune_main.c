@@ -3,28 +3,40 @@
  *
  * Linked with the tables that `kpack build --tuner FILE.c` generates
  * (kpack_tune.h) and the package's static library, it times every built
- * candidate of every kernel with `tune:` at every shape of its grid, on one
- * GPU, and prints what it measured as JSON lines for `kpack tune`:
+ * candidate of every kernel with `tune:` at every shape of its grid and at
+ * its probe shapes, on one GPU, and prints what it measured as JSON lines
+ * for `kpack tune`:
  *
  *   tuner --list
- *     {"package":{"name":...,"kpack_version":...,"tune_abi":1}}
+ *     {"package":{"name":...,"kpack_version":...,"tune_abi":N}}
  *     {"kernel":{"name":...,"hash":...,"key":[...],"grid":[[...],...],
- *                "shapes":N,"tuned":[...],"combos":[...],"candidates":[...],
- *                "work":N}}                          one per kernel
+ *                "shapes":N,"probes":[[...],...],"probe_shapes":P,
+ *                "unaligned":B,"tuned":[...],"combos":[...],
+ *                "candidates":[...],"work":N}}      one per kernel
  *     {"done":{"kernels":N,"work":N}}
  *   tuner --run [--kernel NAME]... [--repeats N] [--device N]
  *     {"device":{"name":...,"ordinal":N,"sm":N,"driver":...,"l2_bytes":N,
  *                "num_sms":N,"free_bytes":N,"total_bytes":N,"repeats":N,
  *                "work":N}}
- *     {"progress":{"kernel":...,"combo":M,"shape":S}}   before each shape
- *     {"result":{"kernel":...,"combo":M,"shape":S,"candidate":C,"us":T,
- *                "launches":L}}                       one per measurement
+ *     {"progress":{"kernel":...,"combo":M,"shape":S,"variant":V}}
+ *                                                  before each shape's variant
+ *     {"result":{"kernel":...,"combo":M,"shape":S,"variant":V,"candidate":C,
+ *                "us":T,"launches":L}}             one per measurement
  *     {"done":{"results":N}}
  *   and on any failure one {"error":"...","status":"KPACK_..."} line
  *   ("status" only for a kpack status), then exit status 1.
  *
- * A work item is one (kernel, combination, shape, candidate) that was built
- * and is valid there.  Per shape: its buffers, sized by the count
+ * Shapes S are the grid's (0 to shapes - 1), then the probes' (shapes to
+ * shapes + probe_shapes - 1, row-major over "probes", the last key
+ * fastest).  Variant V (kpack_tune.h) is 1 where a kernel with
+ * "unaligned":true ran its unaligned variant, else 0.  Such a kernel (an
+ * `aligned` test in its tables) is timed again at every shape whose as-is
+ * launches ran the aligned variant: its unaligned twin (variant 1), each
+ * `divisibility: auto` buffer passed one element past its allocation's
+ * start, holding the same contents.  --eval times as-is only.
+ *
+ * A work item is one (kernel, combination, shape, variant, candidate) that
+ * was built and is valid there.  Per shape: its buffers, sized by the count
  * expressions and filled per `fill:` from a deterministic generator, in
  * enough rotation sets that each launch reads memory not left in L2 by the
  * previous one (ceil(2 * L2 / footprint), 1 to 16); per candidate: warm-up
@@ -273,7 +285,8 @@ static void open_device(device *d, int ordinal, int read_proc) {
 /* One (kernel, combination, shape): its params and buffers. */
 typedef struct shape_work {
   const kpack_tune_kernel *k;
-  int combo, shape;
+  int combo, shape;         /* shape: of the grid, then of the probes */
+  int twin;                 /* the unaligned twin: twin_offset buffers one element off */
   int64_t key[16];
   int64_t *values;          /* [num_params] */
   kpack_tune_fill_at *fills; /* [num_buffers] */
@@ -287,6 +300,31 @@ static int num_shapes(const kpack_tune_kernel *k) {
   int n = 1;
   for (int i = 0; i < k->num_keys; ++i) n *= k->grid_sizes[i];
   return n;
+}
+
+/* The probe shapes, numbered after the grid's. */
+static int num_probes(const kpack_tune_kernel *k) {
+  int n = 1;
+  for (int i = 0; i < k->num_keys; ++i) n *= k->probe_sizes[i];
+  return n;
+}
+
+/* The key values of shape s < num_shapes + num_probes: row-major over the
+   grid, then over the probe values, the last key fastest. */
+static void shape_key(const kpack_tune_kernel *k, int s, int64_t *key) {
+  const int probe = s >= num_shapes(k);
+  if (probe) s -= num_shapes(k);
+  for (int i = k->num_keys; i-- > 0;) {
+    const int size = probe ? k->probe_sizes[i] : k->grid_sizes[i];
+    key[i] = (probe ? k->probes[i] : k->grid[i])[s % size];
+    s /= size;
+  }
+}
+
+/* Whether buffer b is passed one element off in the twin, and so sized
+   for one element more. */
+static int offset_buffer(const kpack_tune_kernel *k, int b) {
+  return k->aligned != NULL && k->buffers[b].twin_offset;
 }
 
 static const kpack_dtype *elements_of(const shape_work *w) {
@@ -319,6 +357,7 @@ static const char *where(const shape_work *w, int c) {
   n += snprintf(text + n, sizeof text - (size_t)n, " at");
   for (int i = 0; i < w->k->num_keys && n < (int)sizeof text; ++i)
     n += snprintf(text + n, sizeof text - (size_t)n, " %s=%lld", w->k->key_names[i], (long long)w->key[i]);
+  if (w->twin && n < (int)sizeof text) snprintf(text + n, sizeof text - (size_t)n, " (unaligned variant)");
   return text;
 }
 
@@ -332,10 +371,7 @@ static void params_at_key(shape_work *w, const int64_t *device_attrs) {
 /* Fills w->values (and key) for shape w->shape; exits on a failed expression. */
 static void compute_params(shape_work *w, const int64_t *device_attrs) {
   const kpack_tune_kernel *k = w->k;
-  for (int i = k->num_keys, s = w->shape; i-- > 0;) {
-    w->key[i] = k->grid[i][s % k->grid_sizes[i]];
-    s /= k->grid_sizes[i];
-  }
+  shape_key(k, w->shape, w->key);
   const char *what = "";
   if (k->params(w->combo, w->key, device_attrs, w->values, &what) != 0) fail(NULL, "%s: %s", where(w, -1), what);
 }
@@ -359,11 +395,12 @@ static void size_buffers(shape_work *w, const int64_t *device_attrs, int64_t l2_
   w->footprint = 0;
   for (int b = 0; b < k->num_buffers; ++b) {
     size_t size = element_size(elements_of(w)[b]);
-    if ((uint64_t)w->fills[b].count > (SIZE_MAX - 255) / size)
+    if ((uint64_t)w->fills[b].count > (SIZE_MAX - 255) / size - 1)
       fail(NULL, "%s: buffer %s of %lld elements does not fit in memory", where(w, -1), k->buffers[b].param,
            (long long)w->fills[b].count);
-    /* Never 0 bytes (a NULL pointer), and on the driver's alignment. */
-    size_t bytes = (size_t)w->fills[b].count * size;
+    /* Never 0 bytes (a NULL pointer), and on the driver's alignment; one
+       element more where the twin passes it one element off. */
+    size_t bytes = ((size_t)w->fills[b].count + (size_t)offset_buffer(k, b)) * size;
     w->bytes[b] = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
     if (w->footprint > SIZE_MAX / MAX_SETS - w->bytes[b])
       fail(NULL, "%s: the buffers do not fit in memory", where(w, -1));
@@ -437,7 +474,9 @@ static void element_at(kpack_dtype t, size_t size, kpack_tune_fill_kind kind, co
   memcpy(out, &v, size); /* the low bytes: little-endian hosts */
 }
 
-/* Fills every buffer of every set, a chunk at a time. */
+/* Fills every buffer of every set, a chunk at a time; in the twin, element
+   i of an offset buffer at position i + 1 (so the kernel, passed the
+   buffer one element off, reads the same). */
 static void fill_buffers(const shape_work *w, CUdeviceptr *const *set_ptrs, unsigned char *chunk) {
   const kpack_tune_kernel *k = w->k;
   for (int b = 0; b < k->num_buffers; ++b) {
@@ -448,11 +487,12 @@ static void fill_buffers(const shape_work *w, CUdeviceptr *const *set_ptrs, unsi
       fail(NULL, "%s: the fill range [%lld, %lld) of buffer %s is empty", where(w, -1), (long long)f->lo,
            (long long)f->hi, k->buffers[b].param);
     const uint64_t seed = seed_of(k->name, k->buffers[b].param), per_chunk = FILL_CHUNK / size;
+    const uint64_t at = w->twin && offset_buffer(k, b) ? 1 : 0;
     for (uint64_t first = 0; first < (uint64_t)f->count; first += per_chunk) {
       uint64_t n = (uint64_t)f->count - first < per_chunk ? (uint64_t)f->count - first : per_chunk;
       for (uint64_t j = 0; j < n; ++j) element_at(t, size, k->buffers[b].fill, f, seed, first + j, chunk + j * size);
       for (int s = 0; s < w->sets; ++s)
-        check_cu(g_cu.memcpy_htod(set_ptrs[s][b] + first * size, chunk, n * size), "cuMemcpyHtoD");
+        check_cu(g_cu.memcpy_htod(set_ptrs[s][b] + (at + first) * size, chunk, n * size), "cuMemcpyHtoD");
     }
   }
 }
@@ -578,8 +618,63 @@ static void print_eval(const shape_work *w, int c, double us, int launches) {
   fflush(stdout);
 }
 
-/* Allocates and fills w's sets, times every candidate that runs there,
-   prints a result line each, and frees the sets. */
+/* The progress line before timing w's shape in variant v. */
+static void print_progress(const shape_work *w, int variant) {
+  printf("{\"progress\":{\"kernel\":");
+  put_json_string(w->k->name);
+  printf(",\"combo\":%d,\"shape\":%d,\"variant\":%d}}\n", w->combo, w->shape, variant);
+  fflush(stdout);
+}
+
+/* Times every candidate that runs at w (and under --eval the auto
+   dispatcher) on rot's sets, printing a line each; returns the lines. */
+static long long time_candidates(const shape_work *w, int variant, rotation *rot, timer *t) {
+  const kpack_tune_kernel *k = w->k;
+  long long results = 0;
+  for (int c = w->eval ? AUTO_CANDIDATE : 0; c < k->num_candidates; ++c) {
+    if (c < 0 ? c != AUTO_CANDIDATE : !runs(w, c, t->device_attrs)) continue;
+    int launches = 0;
+    double us = measure(w, c, rot, t, &launches);
+    if (w->eval) {
+      print_eval(w, c, us, launches);
+    } else {
+      printf("{\"result\":{\"kernel\":");
+      put_json_string(k->name);
+      printf(",\"combo\":%d,\"shape\":%d,\"variant\":%d,\"candidate\":%d,\"us\":%.6g,\"launches\":%d}}\n",
+             w->combo, w->shape, variant, c, us, launches);
+      fflush(stdout);
+    }
+    ++results;
+  }
+  return results;
+}
+
+/* The unaligned twin of w's shape: refills the buffers with the
+   twin_offset ones one element off, checks that the launcher now runs its
+   unaligned variant, and times every candidate again (variant 1). */
+static long long time_twin(shape_work *w, CUdeviceptr *const *set_ptrs, rotation *rot, timer *t,
+                           unsigned char *chunk) {
+  const kpack_tune_kernel *k = w->k;
+  w->twin = 1;
+  for (int s = 0; s < w->sets; ++s) {
+    for (int b = 0; b < k->num_buffers; ++b)
+      if (offset_buffer(k, b))
+        rot->ptrs[s][k->buffers[b].param_index] =
+            (void *)(uintptr_t)(set_ptrs[s][b] + element_size(elements_of(w)[b]));
+    if (k->aligned(w->values, rot->ptrs[s]) != 0)
+      fail(NULL, "%s: the launcher's aligned test still passes with the divisibility: auto buffers one element "
+           "off their allocations: no unaligned twin to time", where(w, -1));
+  }
+  fill_buffers(w, set_ptrs, chunk);
+  print_progress(w, 1);
+  const long long results = time_candidates(w, 1, rot, t);
+  w->twin = 0;
+  return results;
+}
+
+/* Allocates and fills w's sets, times every candidate that runs there as
+   it is (and then its unaligned twin where the launcher ran the aligned
+   variant; not under --eval), prints a line each, and frees the sets. */
 static long long time_shape(shape_work *w, timer *t, unsigned char *chunk) {
   const kpack_tune_kernel *k = w->k;
   CUdeviceptr *set_ptrs[MAX_SETS];
@@ -596,23 +691,13 @@ static long long time_shape(shape_work *w, timer *t, unsigned char *chunk) {
       rot.ptrs[s][k->buffers[b].param_index] = (void *)(uintptr_t)set_ptrs[s][b];
     }
   }
+  w->twin = 0;
   fill_buffers(w, set_ptrs, chunk);
-  long long results = 0;
-  for (int c = w->eval ? AUTO_CANDIDATE : 0; c < k->num_candidates; ++c) {
-    if (c < 0 ? c != AUTO_CANDIDATE : !runs(w, c, t->device_attrs)) continue;
-    int launches = 0;
-    double us = measure(w, c, &rot, t, &launches);
-    if (w->eval) {
-      print_eval(w, c, us, launches);
-    } else {
-      printf("{\"result\":{\"kernel\":");
-      put_json_string(k->name);
-      printf(",\"combo\":%d,\"shape\":%d,\"candidate\":%d,\"us\":%.6g,\"launches\":%d}}\n", w->combo, w->shape, c,
-             us, launches);
-      fflush(stdout);
-    }
-    ++results;
-  }
+  /* The variant the launcher runs with these buffers. */
+  const int variant = k->aligned != NULL && !k->aligned(w->values, rot.ptrs[0]);
+  if (!w->eval) print_progress(w, variant);
+  long long results = time_candidates(w, variant, &rot, t);
+  if (!w->eval && k->aligned != NULL && variant == 0) results += time_twin(w, set_ptrs, &rot, t, chunk);
   for (int s = 0; s < w->sets; ++s) {
     for (int b = 0; b < k->num_buffers; ++b) check_cu(g_cu.mem_free(set_ptrs[s][b]), "cuMemFree");
     free(set_ptrs[s]);
@@ -639,6 +724,19 @@ static void free_work(shape_work *w) {
   free(w->bytes);
 }
 
+/* Whether --run times an unaligned twin at these params: where the
+   launcher runs its aligned variant with every buffer as cuMemAlloc gives
+   it (256-byte aligned). */
+static int has_twin(const kpack_tune_kernel *k, const int64_t *values) {
+  if (k->aligned == NULL) return 0;
+  void **ptrs = calloc((size_t)k->num_params + 1, sizeof(void *));
+  if (ptrs == NULL) fail(NULL, "out of host memory");
+  for (int b = 0; b < k->num_buffers; ++b) ptrs[k->buffers[b].param_index] = (void *)(uintptr_t)(256 * (b + 1));
+  const int twin = k->aligned(values, ptrs) != 0;
+  free(ptrs);
+  return twin;
+}
+
 /* The work items of k without a device (device attributes read 0): a
    failing expression counts its built candidates, which --run reports. */
 static long long list_work(const kpack_tune_kernel *k) {
@@ -647,17 +745,29 @@ static long long list_work(const kpack_tune_kernel *k) {
   init_work(&w, k);
   long long work = 0;
   for (w.combo = 0; w.combo < k->num_combos; ++w.combo)
-    for (w.shape = 0; w.shape < num_shapes(k); ++w.shape) {
-      for (int i = k->num_keys, s = w.shape; i-- > 0; s /= k->grid_sizes[i])
-        w.key[i] = k->grid[i][s % k->grid_sizes[i]];
+    for (w.shape = 0; w.shape < num_shapes(k) + num_probes(k); ++w.shape) {
+      shape_key(k, w.shape, w.key);
       const char *what = "";
       const int params_ok = k->params(w.combo, w.key, no_device, w.values, &what) == 0;
+      long long runnable = 0;
       for (int c = 0; c < k->num_candidates; ++c)
         if (k->built[(size_t)w.combo * (size_t)k->num_candidates + (size_t)c])
-          work += !params_ok || k->valid(w.combo, c, w.values, no_device, &what) != 0;
+          runnable += !params_ok || k->valid(w.combo, c, w.values, no_device, &what) != 0;
+      work += runnable * (params_ok && has_twin(k, w.values) ? 2 : 1);
     }
   free_work(&w);
   return work;
+}
+
+/* [[v,...],...]: per key, its grid's values or its probe values. */
+static void put_axes(const kpack_tune_kernel *k, const int *sizes, const int64_t *const *axes) {
+  putchar('[');
+  for (int a = 0; a < k->num_keys; ++a) {
+    printf("%s[", a ? "," : "");
+    for (int v = 0; v < sizes[a]; ++v) printf("%s%lld", v ? "," : "", (long long)axes[a][v]);
+    putchar(']');
+  }
+  putchar(']');
 }
 
 static void end_line(void) {
@@ -681,13 +791,11 @@ static int list(const kpack_tune_package *pkg) {
     put_json_string(k->manifest_hash);
     printf(",\"key\":");
     put_json_strings(k->key_names, k->num_keys);
-    printf(",\"grid\":[");
-    for (int a = 0; a < k->num_keys; ++a) {
-      printf("%s[", a ? "," : "");
-      for (int v = 0; v < k->grid_sizes[a]; ++v) printf("%s%lld", v ? "," : "", (long long)k->grid[a][v]);
-      putchar(']');
-    }
-    printf("],\"shapes\":%d,\"tuned\":", num_shapes(k));
+    printf(",\"grid\":");
+    put_axes(k, k->grid_sizes, k->grid);
+    printf(",\"shapes\":%d,\"probes\":", num_shapes(k));
+    put_axes(k, k->probe_sizes, k->probes);
+    printf(",\"probe_shapes\":%d,\"unaligned\":%s,\"tuned\":", num_probes(k), k->aligned != NULL ? "true" : "false");
     put_json_strings(k->tuned, k->num_tuned);
     printf(",\"combos\":");
     put_json_strings(k->combos, k->num_combos);
@@ -704,8 +812,9 @@ static int list(const kpack_tune_package *pkg) {
 }
 
 /* Visits every (kernel, combination, shape) of the selected kernels where
-   some candidate runs: checking memory (timer NULL) or timing.  Returns
-   the work items (or results) seen. */
+   some candidate runs, the grid's shapes and then the probes: checking
+   memory (timer NULL) or timing.  Returns the work items (or results)
+   seen, unaligned twins included. */
 static long long each_shape(const kpack_tune_package *pkg, const int *selected, int num_selected, const device *d,
                             timer *t, unsigned char *chunk) {
   long long count = 0;
@@ -714,7 +823,7 @@ static long long each_shape(const kpack_tune_package *pkg, const int *selected, 
     shape_work w;
     init_work(&w, k);
     for (w.combo = 0; w.combo < k->num_combos; ++w.combo)
-      for (w.shape = 0; w.shape < num_shapes(k); ++w.shape) {
+      for (w.shape = 0; w.shape < num_shapes(k) + num_probes(k); ++w.shape) {
         compute_params(&w, d->attrs);
         int runnable = 0;
         for (int c = 0; c < k->num_candidates; ++c) runnable += runs(&w, c, d->attrs);
@@ -726,13 +835,9 @@ static long long each_shape(const kpack_tune_package *pkg, const int *selected, 
                where(&w, -1), (unsigned long long)need, w.sets, w.sets == 1 ? "" : "s",
                (unsigned long long)w.footprint, d->ordinal, (unsigned long long)d->free_bytes);
         if (t == NULL) {
-          count += runnable;
+          count += runnable * (has_twin(k, w.values) ? 2 : 1);
           continue;
         }
-        printf("{\"progress\":{\"kernel\":");
-        put_json_string(k->name);
-        printf(",\"combo\":%d,\"shape\":%d}}", w.combo, w.shape);
-        end_line();
         count += time_shape(&w, t, chunk);
       }
     free_work(&w);

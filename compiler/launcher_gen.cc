@@ -502,25 +502,15 @@ void LauncherWriter::WriteBuildTable(const Group& g) {
 }
 
 // The tests Triton's JIT makes to specialize a call.  The aligned
-// variant's hints hold when every `divisibility: auto` value is a multiple
-// of 16 (an address: 16-byte aligned): one OR of the values and one test;
-// the low four bits survive the casts, negative values included.  The i32
+// variant's hints hold where AlignedVariantTest does.  The i32
 // variant runs when every `width: auto` value fits in 32 bits, and is
 // passed 32-bit copies.
 void LauncherWriter::WriteVariantConditions(const Kernel& k) {
   if (k.HasAlignedVariant()) {
-    std::vector<std::string> tests, values;
-    for (const Param& p : k.params)
-      if (p.divisibility_auto)
-        values.push_back(p.type.is_pointer ? "(uint64_t)(uintptr_t)" + p.name : "(uint64_t)" + p.name);
-    if (!values.empty()) tests.push_back("((" + Join(values, " | ") + ") & 15) == 0");
-    for (const Param& p : k.params)
-      if (p.equal_to_1) tests.push_back(p.name + " == 1");
-    std::vector<std::string> what;
-    if (!values.empty()) what.push_back("every divisibility: auto param (" + AutoParams(k) + ") is a multiple of 16");
-    if (!OneParams(k).empty()) what.push_back("every equal_to_1 param (" + OneParams(k) + ") is 1");
-    out_ += "  /* The aligned variant when " + Join(what, " and ") + ". */\n";
-    out_ += "  const int kpack_aligned = " + Join(tests, " && ") + ";\n";
+    std::string what;
+    const std::string test = AlignedVariantTest(k, &what);
+    out_ += "  /* The aligned variant when " + what + ". */\n";
+    out_ += "  const int kpack_aligned = " + test + ";\n";
   }
   if (k.HasNarrowVariant()) {
     std::vector<std::string> fits;

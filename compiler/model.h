@@ -336,13 +336,28 @@ struct Kernel {
 // One GPU model's tuning of a package (a tuning file, written by `kpack
 // tune`, read by the build): per tuned kernel and per built combination of
 // its non-auto constexprs, the time of every candidate at every shape.
+// A shape tuned between the grid's values (tune_probe.h): on every key
+// with more than one grid value strictly between two neighbouring ones.
+struct TunedProbe {
+  std::vector<int64_t> at;  // one value per key, in `key:` order
+  std::vector<std::pair<size_t, double>> ranking;  // as TunedTable::ranking's
+  SourceLoc loc;
+};
+
 struct TunedTable {
   std::vector<ConstexprValue> combo;  // one per API constexpr that is not auto, in constexpr order
-  SourceLoc loc;
+  // `variant: unaligned`: the times of the launcher's unaligned variant
+  // (Triton kernels with `divisibility: auto` params), which the auto
+  // dispatcher uses where the call is not aligned; else the aligned one's
+  // (or the only one's).
+  bool unaligned = false;
+  SourceLoc loc, variant_loc;
   // Per shape of the kernel's grid (row-major, last key fastest): the
   // candidates (indices into TunedKernel::candidates) that may run there,
   // fastest first, and their median times in microseconds.
   std::vector<std::vector<std::pair<size_t, double>>> ranking;
+  // Shapes between the grid's values (`probes:`), in the file's order.
+  std::vector<TunedProbe> probes;
   // As the file wrote `for` (constexpr name, value text, position), read
   // against the manifest once the build knows it is not stale; and the first
   // use of each candidate in this table, for "not built" messages.

@@ -197,7 +197,8 @@ std::string Shorten(const std::string& line) { return line.size() > 200 ? line.s
 struct ListedKernel {
   std::string hash;
   std::vector<std::string> combos, candidates;
-  int64_t shapes = 0;
+  int64_t shapes = 0, probe_shapes = 0;
+  bool unaligned = false;
 };
 
 // Runs --list and compares it with the layouts; "" when the tuner was
@@ -223,6 +224,8 @@ std::string CheckList(const Package& pkg, const std::vector<TuneLayout>& layouts
       k.combos = JsonGetStrings(*body, "combos");
       k.candidates = JsonGetStrings(*body, "candidates");
       k.shapes = body->getInteger("shapes").value_or(-1);
+      k.probe_shapes = body->getInteger("probe_shapes").value_or(-1);
+      k.unaligned = body->getBoolean("unaligned").value_or(false);
     } else if (m->first == "done") {
       done = true;
     }
@@ -250,7 +253,8 @@ std::string CheckList(const Package& pkg, const std::vector<TuneLayout>& layouts
       differences.push_back(name + "'s manifest hash is " + it->second.hash + " in the tuner and " + l.hash + " in " +
                             l.kernel->manifest_path);
     else if (it->second.combos != combos || it->second.candidates != candidates ||
-             it->second.shapes != static_cast<int64_t>(l.shapes))
+             it->second.shapes != static_cast<int64_t>(l.shapes) ||
+             it->second.probe_shapes != static_cast<int64_t>(l.probes) || it->second.unaligned != l.unaligned_twin)
       differences.push_back(name + "'s combinations, candidates or shapes differ");
   }
   for (const auto& [name, k] : listed)
@@ -266,8 +270,10 @@ std::string CheckList(const Package& pkg, const std::vector<TuneLayout>& layouts
 struct RunState {
   std::vector<const TuneLayout*> layouts;
   std::map<std::string, size_t> index;  // kernel name -> position in layouts
-  // [kernel][combo][shape][candidate]
-  std::vector<std::vector<std::vector<std::vector<std::optional<double>>>>> us;
+  // [kernel][variant][combo][shape][candidate]: variant 0 as the launcher
+  // runs aligned calls (or the only one), 1 the unaligned twin; shapes
+  // are the grid's, then the probes (TuneLayout::AllShapes).
+  std::vector<std::vector<std::vector<std::vector<std::vector<std::optional<double>>>>>> us;
   std::string gpu, driver;
   int sm = 0;
   int64_t work = -1, results = 0;
@@ -293,13 +299,20 @@ std::string OnResult(const llvm::json::Object& r, RunState& st, Progress& progre
   const TuneLayout& l = *st.layouts[it->second];
   const int64_t m = r.getInteger("combo").value_or(-1), s = r.getInteger("shape").value_or(-1),
                 c = r.getInteger("candidate").value_or(-1);
+  // Without "variant": the aligned (or only) variant.
+  const int64_t v = r.get("variant") ? r.getInteger("variant").value_or(-1) : 0;
   const std::optional<double> us = r.getNumber("us");
-  if (m < 0 || m >= static_cast<int64_t>(l.combos.size()) || s < 0 || s >= static_cast<int64_t>(l.shapes) || c < 0 ||
-      c >= static_cast<int64_t>(l.candidates.size()) || !l.built[m][c])
+  if (m < 0 || m >= static_cast<int64_t>(l.combos.size()) || s < 0 || s >= static_cast<int64_t>(l.AllShapes()) ||
+      c < 0 || c >= static_cast<int64_t>(l.candidates.size()) || !l.built[m][c])
     return "a result of " + l.kernel->name + " for a combination, shape or candidate it does not have";
+  if (v == 1 && !l.unaligned_twin)
+    return "a result of " + l.kernel->name + " for the unaligned variant (variant 1), which it does not have";
+  if (v != 0 && v != 1) return "a result of " + l.kernel->name + " for a variant other than 0 (as is) and 1 (unaligned)";
   if (!us || !std::isfinite(*us) || *us < 0) return "a result of " + l.kernel->name + " without a time";
-  std::optional<double>& slot = st.us[it->second][m][s][c];
-  if (slot) return "a second result of " + l.kernel->name + " " + l.CandidateLabel(c) + " at one shape";
+  std::optional<double>& slot = st.us[it->second][v][m][s][c];
+  if (slot)
+    return "a second result of " + l.kernel->name + " " + l.CandidateLabel(c) + " at one shape" +
+           (v == 1 ? " (unaligned)" : "");
   slot = *us;
   ++st.results;
   progress.Result();
@@ -320,12 +333,14 @@ void OnLine(const std::string& line, const TuneOptions& o, RunState& st, Progres
     OnDevice(*body, st, progress, err);
   } else if (m->first == "progress") {
     auto it = st.index.find(JsonGetString(*body, "kernel"));
-    const int64_t combo = body->getInteger("combo").value_or(-1), shape = body->getInteger("shape").value_or(-1);
+    const int64_t combo = body->getInteger("combo").value_or(-1), shape = body->getInteger("shape").value_or(-1),
+                  variant = body->getInteger("variant").value_or(0);
     if (it == st.index.end() || combo < 0 || shape < 0) return;
     const TuneLayout& l = *st.layouts[it->second];
-    if (combo >= static_cast<int64_t>(l.combos.size()) || shape >= static_cast<int64_t>(l.shapes)) return;
+    if (combo >= static_cast<int64_t>(l.combos.size()) || shape >= static_cast<int64_t>(l.AllShapes())) return;
     std::string label = l.ComboLabel(combo);
-    progress.Shape(l.kernel->name + (label.empty() ? "" : " " + label) + " at " + l.ShapeLabel(shape));
+    progress.Shape(l.kernel->name + (label.empty() ? "" : " " + label) + " at " + l.ShapeLabel(shape) +
+                   (variant == 1 ? " (unaligned)" : ""));
   } else if (m->first == "result") {
     std::string problem = OnResult(*body, st, progress);
     if (!problem.empty()) st.error = "the tuner " + o.tuner + " reported " + problem;
@@ -346,8 +361,10 @@ RunState RunTuner(const std::vector<const TuneLayout*>& layouts, bool all, const
   for (size_t i = 0; i < layouts.size(); ++i) {
     const TuneLayout& l = *layouts[i];
     st.index[l.kernel->name] = i;
-    st.us.emplace_back(l.combos.size(), std::vector<std::vector<std::optional<double>>>(
-                                            l.shapes, std::vector<std::optional<double>>(l.candidates.size())));
+    const std::vector<std::vector<std::optional<double>>> table(
+        l.AllShapes(), std::vector<std::optional<double>>(l.candidates.size()));
+    st.us.emplace_back(l.unaligned_twin ? 2 : 1,
+                       std::vector<std::vector<std::vector<std::optional<double>>>>(l.combos.size(), table));
     if (!all) argv.insert(argv.end(), {"--kernel", l.kernel->name});
   }
   if (!o.driver.empty()) argv.insert(argv.end(), {"--driver", o.driver});
@@ -379,20 +396,25 @@ TuneResults Results(const Package& pkg, const RunState& st, const TuneOptions& o
   for (size_t i = 0; i < st.layouts.size(); ++i) {
     const TuneLayout& l = *st.layouts[i];
     const Kernel& k = *l.kernel;
-    TunedResultKernel rk{k.name, l.hash, {}, {}, {}, {}};
+    TunedResultKernel rk{k.name, l.hash, {}, {}, {}, {}, {}};
     for (const TuneAxis& axis : k.tune->key) rk.key.emplace_back(axis.param, axis.values);
     for (size_t t : l.tuned) rk.tuned.push_back(k.constexprs[t].name);
     for (size_t c = 0; c < l.candidates.size(); ++c) rk.candidates.push_back(l.CandidateLabel(c));
-    for (size_t m = 0; m < l.combos.size(); ++m) {
-      TunedResultTable t;
-      for (size_t j = 0; j < l.combo_axes.size(); ++j) {
-        const Constexpr& c = k.constexprs[l.combo_axes[j]];
-        t.combo.emplace_back(c.name, ValueText(c, l.combos[m][j]));
+    for (size_t p = l.shapes; p < l.AllShapes(); ++p) rk.probes.push_back(l.ShapeKey(p));
+    // Per combination the aligned (or only) variant's table, then the
+    // unaligned one's.
+    for (size_t m = 0; m < l.combos.size(); ++m)
+      for (size_t v = 0; v < st.us[i].size(); ++v) {
+        TunedResultTable t;
+        for (size_t j = 0; j < l.combo_axes.size(); ++j) {
+          const Constexpr& c = k.constexprs[l.combo_axes[j]];
+          t.combo.emplace_back(c.name, ValueText(c, l.combos[m][j]));
+        }
+        t.label = l.ComboLabel(m);
+        t.unaligned = v == 1;
+        t.us = st.us[i][v][m];
+        rk.tables.push_back(std::move(t));
       }
-      t.label = l.ComboLabel(m);
-      t.us = st.us[i][m];
-      rk.tables.push_back(std::move(t));
-    }
     r.kernels.push_back(std::move(rk));
   }
   return r;

@@ -47,6 +47,9 @@ std::string Margin(double m) {
   return text;
 }
 
+// The rows of t.us that are the grid's shapes (the probes follow).
+size_t GridRows(const TunedResultKernel& k, const TunedResultTable& t) { return std::min(k.Shapes(), t.us.size()); }
+
 // A candidate's stroke: a color, dashed from the eleventh on.
 std::string Stroke(size_t c) {
   std::string out = "stroke=\"" + std::string(kColors[c % kNumColors]) + "\"";
@@ -57,11 +60,11 @@ std::string Stroke(size_t c) {
 // The log-scaled y axis of one chart.
 class Scale {
  public:
-  explicit Scale(const TunedResultTable& t) : slot_(t.us.size() <= kManyShapes ? kSlot : kNarrowSlot) {
+  Scale(const TunedResultTable& t, size_t shapes) : slot_(shapes <= kManyShapes ? kSlot : kNarrowSlot) {
     double lo = 0, hi = 0;
     bool any = false;
-    for (const auto& shape : t.us)
-      for (const std::optional<double>& v : shape) {
+    for (size_t s = 0; s < shapes; ++s)
+      for (const std::optional<double>& v : t.us[s]) {
         if (!v) continue;
         double x = std::max(*v, kFloorUs);
         lo = any ? std::min(lo, x) : x;
@@ -125,7 +128,8 @@ void WriteAxes(const TunedResultKernel& k, size_t shapes, const Scale& scale, st
 
 // Each candidate's times as polylines over the shapes where it ran (a
 // dot where it ran at one shape between two where it did not).
-void WriteLines(const TunedResultKernel& k, const TunedResultTable& t, const Scale& scale, std::string& out) {
+void WriteLines(const TunedResultKernel& k, const TunedResultTable& t, size_t shapes, const Scale& scale,
+                std::string& out) {
   for (size_t c = 0; c < k.candidates.size(); ++c) {
     std::vector<std::string> run;
     auto flush = [&]() {
@@ -141,7 +145,7 @@ void WriteLines(const TunedResultKernel& k, const TunedResultTable& t, const Sca
       }
       run.clear();
     };
-    for (size_t s = 0; s < t.us.size(); ++s) {
+    for (size_t s = 0; s < shapes; ++s) {
       if (t.us[s][c]) run.push_back(Num(scale.X(s)) + "," + Num(scale.Y(*t.us[s][c])));
       else flush();
     }
@@ -149,10 +153,11 @@ void WriteLines(const TunedResultKernel& k, const TunedResultTable& t, const Sca
   }
 }
 
-void WriteWinners(const TunedResultKernel& k, const TunedResultTable& t, const Scale& scale, std::string& out) {
+void WriteWinners(const TunedResultKernel& k, const TunedResultTable& t, size_t shapes, const Scale& scale,
+                  std::string& out) {
   out += "<text class=\"margin\" x=\"" + Num(kLeft - 6) + "\" y=\"" + Num(kTop - 8) +
          "\" text-anchor=\"end\">margin</text>\n";
-  for (size_t s = 0; s < t.us.size(); ++s) {
+  for (size_t s = 0; s < shapes; ++s) {
     ShapeWinner w = WinnerOf(t.us[s]);
     if (!w.best) continue;
     const double us = *t.us[s][*w.best];
@@ -176,8 +181,8 @@ void WriteLegend(const TunedResultKernel& k, double x, std::string& out) {
 }
 
 std::string Chart(const TunedResultKernel& k, const TunedResultTable& t) {
-  const size_t shapes = t.us.size();
-  Scale scale(t);
+  const size_t shapes = GridRows(k, t);
+  Scale scale(t, shapes);
   const double plot_right = scale.Right(shapes);
   const double legend_height = kTop + 20 + 18 * static_cast<double>(k.candidates.size());
   // The shape labels hang below the plot at 40 degrees: about 4.3 px of
@@ -194,35 +199,77 @@ std::string Chart(const TunedResultKernel& k, const TunedResultTable& t) {
                     "\" viewBox=\"0 0 " + Num(width) + " " + Num(height) + "\">\n";
   out += "<g transform=\"translate(" + Num(shift) + " 0)\">\n";
   WriteAxes(k, shapes, scale, out);
-  WriteLines(k, t, scale, out);
-  WriteWinners(k, t, scale, out);
+  WriteLines(k, t, shapes, scale, out);
+  WriteWinners(k, t, shapes, scale, out);
   WriteLegend(k, plot_right + 24, out);
   return out + "</g>\n</svg>\n";
 }
 
 std::string Title(const TunedResultKernel& k, const TunedResultTable& t) {
-  return t.label.empty() ? k.kernel : k.kernel + " " + t.label;
+  return (t.label.empty() ? k.kernel : k.kernel + " " + t.label) + (t.unaligned ? " (unaligned variant)" : "");
 }
 
+// The probes of a table (the shapes between the grid's values), one row
+// each: every candidate's time, the winner's in bold, and the margin.  A
+// winner here that wins at none of the neighbouring grid shapes is what the
+// probes are for: the table's region there picks a slower candidate.
+std::string ProbeTable(const TunedResultKernel& k, const TunedResultTable& t) {
+  const size_t grid = GridRows(k, t);
+  if (t.us.size() <= grid) return "";
+  std::string out = "<table class=\"probes\">\n<caption>Probes: shapes between the grid's values</caption>\n"
+                    "<thead><tr><th>Shape</th><th>Best</th><th>Margin</th>";
+  for (const std::string& c : k.candidates) out += "<th>" + Escape(c) + "</th>";
+  out += "</tr></thead>\n<tbody>\n";
+  for (size_t s = grid; s < t.us.size(); ++s) {
+    ShapeWinner w = WinnerOf(t.us[s]);
+    out += "<tr><td>" + Escape(k.ShapeLabel(s)) + "</td><td>" + (w.best ? Escape(k.candidates[*w.best]) : "&#8212;") +
+           "</td><td>" + (w.best ? Margin(w.margin) : "&#8212;") + "</td>";
+    for (size_t c = 0; c < t.us[s].size(); ++c) {
+      const std::optional<double>& us = t.us[s][c];
+      const std::string time = us ? FormatMicroseconds(*us) : "&#8212;";
+      out += w.best == c ? "<td class=\"best\">" + time + "</td>" : "<td>" + time + "</td>";
+    }
+    out += "</tr>\n";
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
+// "BLOCK=256 &#215;2, BLOCK=512 &#215;1": the winners of rows [from, to).
+std::string Wins(const TunedResultKernel& k, const TunedResultTable& t, size_t from, size_t to,
+                 std::optional<double>* smallest) {
+  std::map<size_t, size_t> wins;
+  for (size_t s = from; s < to; ++s) {
+    ShapeWinner w = WinnerOf(t.us[s]);
+    if (!w.best) continue;
+    ++wins[*w.best];
+    if (smallest && (!*smallest || w.margin < **smallest)) *smallest = w.margin;
+  }
+  std::string won;
+  for (const auto& [c, n] : wins)
+    won += (won.empty() ? "" : ", ") + Escape(k.candidates[c]) + " &#215;" + std::to_string(n);
+  return won.empty() ? "&#8212;" : won;
+}
+
+// Per kernel and table: the grid's shapes, their winners and smallest
+// margin; with probes or variants in the run, also the probes' winners and
+// each table's variant.
 void WriteSummary(const TuneResults& r, std::string& out) {
+  bool probes = false;
+  for (const TunedResultKernel& k : r.kernels)
+    for (const TunedResultTable& t : k.tables) probes = probes || t.us.size() > GridRows(k, t);
   out += "<h2>Summary</h2>\n<table class=\"summary\">\n<thead><tr><th>Kernel</th><th>Combination</th><th>Shapes</th>"
-         "<th>Wins</th><th>Smallest margin</th></tr></thead>\n<tbody>\n";
+         "<th>Wins</th><th>Smallest margin</th>" +
+         std::string(probes ? "<th>Probe wins</th>" : "") + "</tr></thead>\n<tbody>\n";
   for (const TunedResultKernel& k : r.kernels)
     for (const TunedResultTable& t : k.tables) {
-      std::map<size_t, size_t> wins;
+      const size_t grid = GridRows(k, t);
       std::optional<double> smallest;
-      for (const auto& us : t.us) {
-        ShapeWinner w = WinnerOf(us);
-        if (!w.best) continue;
-        ++wins[*w.best];
-        if (!smallest || w.margin < *smallest) smallest = w.margin;
-      }
-      std::string won;
-      for (const auto& [c, n] : wins)
-        won += (won.empty() ? "" : ", ") + Escape(k.candidates[c]) + " &#215;" + std::to_string(n);
-      out += "<tr><td>" + Escape(k.kernel) + "</td><td>" + (t.label.empty() ? "&#8212;" : Escape(t.label)) +
-             "</td><td>" + std::to_string(t.us.size()) + "</td><td>" + (won.empty() ? "&#8212;" : won) + "</td><td>" +
-             (smallest ? Margin(*smallest) : "&#8212;") + "</td></tr>\n";
+      const std::string won = Wins(k, t, 0, grid, &smallest);
+      std::string combo = t.label.empty() ? "&#8212;" : Escape(t.label);
+      if (t.unaligned) combo += " (unaligned variant)";
+      out += "<tr><td>" + Escape(k.kernel) + "</td><td>" + combo + "</td><td>" + std::to_string(grid) + "</td><td>" +
+             won + "</td><td>" + (smallest ? Margin(*smallest) : "&#8212;") + "</td>" +
+             (probes ? "<td>" + Wins(k, t, grid, t.us.size(), nullptr) + "</td>" : "") + "</tr>\n";
     }
   out += "</tbody>\n</table>\n";
 }
@@ -230,6 +277,10 @@ void WriteSummary(const TuneResults& r, std::string& out) {
 constexpr const char* kStyle = R"(body { font-family: sans-serif; margin: 2em; color: #222; }
 table.summary { border-collapse: collapse; }
 table.summary th, table.summary td { border: 1px solid #ccc; padding: 0.3em 0.8em; text-align: left; }
+table.probes { border-collapse: collapse; margin: -1em 0 2em 0; font-size: 90%; }
+table.probes caption { text-align: left; padding: 0.3em 0; }
+table.probes th, table.probes td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; }
+table.probes td.best { font-weight: bold; }
 svg { display: block; margin: 0.5em 0 2em 0; }
 svg text { font-size: 11px; fill: #222; }
 svg .plot { fill: #fafafa; stroke: #999; }
@@ -251,12 +302,27 @@ std::string FormatTuneReport(const TuneResults& r) {
          "; each time is the median of " + std::to_string(r.repeats) +
          " timed batches, per launch.  A dot marks the fastest candidate at each shape; the number above it is the "
          "runner-up's time over the winner's (the margin).</p>\n";
+  bool probes = false, unaligned = false;
+  for (const TunedResultKernel& k : r.kernels)
+    for (const TunedResultTable& t : k.tables) {
+      probes = probes || t.us.size() > GridRows(k, t);
+      unaligned = unaligned || t.unaligned;
+    }
+  if (probes)
+    out += "<p>Probes are shapes between the grid's values, where a decision table's region is judged inside "
+           "rather than at its corners: a probe's winner that wins at none of its neighbouring grid shapes marks a "
+           "region whose choice is slower there.  Each chart's probes are listed below it.</p>\n";
+  if (unaligned)
+    out += "<p>A kernel whose launcher picks an aligned variant (every divisibility: auto param a multiple of 16) "
+           "was also timed with its unaligned variant: those tables are charted separately, titled "
+           "\"(unaligned variant)\".</p>\n";
   WriteSummary(r, out);
   for (const TunedResultKernel& k : r.kernels) {
     out += "<h2 id=\"" + Escape(k.kernel) + "\">" + Escape(k.kernel) + "</h2>\n";
     for (const TunedResultTable& t : k.tables) {
       out += "<h3>" + Escape(Title(k, t)) + "</h3>\n";
       out += Chart(k, t);
+      out += ProbeTable(k, t);
     }
   }
   return out + "</body>\n</html>\n";

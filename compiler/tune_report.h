@@ -14,7 +14,11 @@ namespace kpack {
 // combination a chart with the tuned shapes on the x axis in grid order,
 // the median time per launch on a log y axis, one polyline per candidate
 // (split where it may not run) with a legend, the winner at each shape
-// marked with a dot and its margin printed above it.  Deterministic.
+// marked with a dot and its margin printed above it; below a chart, its
+// probes (shapes between the grid's values) as a table of every
+// candidate's time with the winner and margin.  A kernel timed also with
+// its unaligned variant gets a chart per variant, the second titled
+// "(unaligned variant)".  Deterministic.
 std::string FormatTuneReport(const TuneResults& results);
 
 }  // namespace kpack

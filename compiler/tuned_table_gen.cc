@@ -109,6 +109,15 @@ class TableWriter {
       if (FindCombo(combo) < combos_.size() || !AnyTable(combo)) continue;
       combos_.push_back(std::move(combo));
     }
+    variants_ = AnyUnaligned() ? 2 : 1;
+    if (k_.tune)
+      for (size_t a = 0; a < k_.tune->key.size(); ++a) {
+        std::vector<int64_t> probe_values;
+        for (const auto& [file, tk] : tunings_)
+          for (const TunedTable& t : tk->tables)
+            for (const TunedProbe& p : t.probes) probe_values.push_back(p.at[a]);
+        lookup_.push_back(LookupAxis(k_.tune->key[a].values, probe_values));
+      }
     for (const Combo& combo : combos_) {
       std::vector<Validity> row;
       for (const std::vector<int64_t>& candidate : candidates_) row.push_back(Valid(combo, candidate));
@@ -126,6 +135,14 @@ class TableWriter {
     WriteCandidates();
     WriteRanks();
     WriteCell();
+    if (variants_ == 2) {
+      std::string what;
+      const std::string test = AlignedVariantTest(k_, &what);
+      out_ += "      /* The launcher's variant, whose own tables apply: aligned (0) when\n"
+              "         " + CommentText(what) + ";\n"
+              "         else unaligned (1). */\n";
+      out_ += "      const int kpack_variant = (" + test + ") ? 0 : 1;\n";
+    }
     out_ += "      int kpack_pick = -1;\n";
     if (axes_.empty()) {
       WriteCombo(0, "      ");
@@ -147,7 +164,7 @@ class TableWriter {
  private:
   bool AnyTable(const Combo& combo) const {
     for (const auto& [file, tk] : tunings_)
-      if (FindTable(*tk, combo)) return true;
+      if (FindTable(*tk, combo) || FindTable(*tk, combo, true)) return true;
     return false;
   }
 
@@ -157,10 +174,21 @@ class TableWriter {
     return combos_.size();
   }
 
-  static const TunedTable* FindTable(const TunedKernel& tk, const Combo& combo) {
+  // The table of `combo` (of the unaligned variant's times, or the other).
+  static const TunedTable* FindTable(const TunedKernel& tk, const Combo& combo, bool unaligned = false) {
     for (const TunedTable& t : tk.tables)
-      if (std::equal(t.combo.begin(), t.combo.end(), combo.begin(), SameValue)) return &t;
+      if (t.unaligned == unaligned && std::equal(t.combo.begin(), t.combo.end(), combo.begin(), SameValue)) return &t;
     return nullptr;
+  }
+
+  // Whether some tuning has a table of the unaligned variant for some
+  // combination: then the tables are chosen by the launcher's variant.
+  bool AnyUnaligned() const {
+    if (!k_.HasAlignedVariant()) return false;
+    for (const auto& [file, tk] : tunings_)
+      for (const TunedTable& t : tk->tables)
+        if (t.unaligned) return true;
+    return false;
   }
 
   size_t GlobalCandidate(const TunedKernel& tk, size_t local) const {
@@ -222,46 +250,50 @@ class TableWriter {
             std::to_string(names.size()) + "] = {" + Join(rows, ", ") + "};\n";
   }
 
-  // Every (tuning, combination) table, one row per cell of the regions
-  // (RegionCount per key, row-major); each row the cell's Ranking of its
-  // MinimaxRanking, padded with the end marker to the longest.
+  // Every (tuning, combination, variant) table, one row per cell of the
+  // regions (RegionCount per key, row-major); each row the cell's Ranking
+  // of its MinimaxRanking over its corners and probes, padded with the end
+  // marker to the longest.
   void WriteRanks() {
     std::vector<std::vector<std::vector<size_t>>> tables;  // [table][cell] -> ranking
     std::vector<std::string> titles;
-    first_.assign(combos_.size(), std::vector<int64_t>(tunings_.size(), -1));
+    first_.assign(combos_.size(), std::vector<std::vector<int64_t>>(tunings_.size(), std::vector<int64_t>(variants_, -1)));
     ranked_.assign(combos_.size(), {});
-    std::vector<size_t> grid, regions;
-    for (const TuneAxis& a : k_.tune->key) {
-      grid.push_back(a.values.size());
-      regions.push_back(RegionCount(a.values.size()));
-    }
+    std::vector<std::vector<int64_t>> grid;
+    for (const TuneAxis& a : k_.tune->key) grid.push_back(a.values);
     size_t width = 1, rows = 0;
     for (size_t ci = 0; ci < combos_.size(); ++ci)
-      for (size_t ti = 0; ti < tunings_.size(); ++ti) {
-        const TunedTable* t = FindTable(*tunings_[ti].second, combos_[ci]);
-        if (!t) continue;
-        first_[ci][ti] = static_cast<int64_t>(rows);
-        std::vector<std::vector<size_t>> cells;
-        for (const std::vector<std::pair<size_t, double>>& ranking : RegionRankings(t->ranking, grid)) {
-          cells.push_back(Ranking(ci, *tunings_[ti].second, ranking));
-          width = std::max(width, cells.back().size());
-          ranked_[ci].insert(cells.back().begin(), cells.back().end());
+      for (size_t ti = 0; ti < tunings_.size(); ++ti)
+        for (size_t v = 0; v < variants_; ++v) {
+          const TunedTable* t = FindTable(*tunings_[ti].second, combos_[ci], v == 1);
+          if (!t) continue;
+          first_[ci][ti][v] = static_cast<int64_t>(rows);
+          std::vector<ProbeRanking> probes;
+          for (const TunedProbe& p : t->probes) probes.push_back({p.at, &p.ranking});
+          std::vector<std::vector<size_t>> cells;
+          for (const CellRanking& ranking : RegionRankings(t->ranking, grid, probes, lookup_)) {
+            cells.push_back(Ranking(ci, *tunings_[ti].second, ranking));
+            width = std::max(width, cells.back().size());
+            ranked_[ci].insert(cells.back().begin(), cells.back().end());
+          }
+          rows += cells.size();
+          tables.push_back(std::move(cells));
+          std::string combo = ComboText(k_, combos_[ci]);
+          titles.push_back(CommentText(tunings_[ti].first->gpu) + " (sm_" + std::to_string(tunings_[ti].first->sm) +
+                           ")" + (combo.empty() ? "" : ", " + CommentText(combo)) +
+                           (v == 1 ? ", unaligned variant" : ""));
         }
-        rows += cells.size();
-        tables.push_back(std::move(cells));
-        std::string combo = ComboText(k_, combos_[ci]);
-        titles.push_back(CommentText(tunings_[ti].first->gpu) + " (sm_" + std::to_string(tunings_[ti].first->sm) + ")" +
-                         (combo.empty() ? "" : ", " + CommentText(combo)));
-      }
     width_ = width;
     const auto [type, end] = RankType(candidates_.size());
     end_ = end;
     type_ = type;
     // A line per value of the other keys' regions, where the last has few.
-    const size_t per_line = std::min<size_t>(regions.back(), 9);
+    const size_t per_line = std::min<size_t>(RegionCount(lookup_.back().size()), 9);
     out_ += "      /* Per tuning and combination, the ranking of each region cell (" + GridText() + "),\n"
-            "         best first by the worst slowdown over the tuned shapes enclosing\n"
-            "         the cell, as far as the first candidate whose valid always holds;\n"
+            "         best first by the worst slowdown over the shapes measured in the\n"
+            "         cell (else in its grid cell: the tuned shapes enclosing it and the\n"
+            "         probes inside), as far as the first candidate whose valid always\n"
+            "         holds;\n"
             "         " + end + " ends one. */\n";
     out_ += "      static const " + type + " kpack_ranks[" + std::to_string(rows) + "][" + std::to_string(width) +
             "] = {\n";
@@ -280,9 +312,9 @@ class TableWriter {
 
   std::string GridText() const {
     std::vector<std::string> names, sizes;
-    for (const TuneAxis& a : k_.tune->key) {
-      names.push_back(a.param);
-      sizes.push_back(std::to_string(RegionCount(a.values.size())));
+    for (size_t a = 0; a < lookup_.size(); ++a) {
+      names.push_back(k_.tune->key[a].param);
+      sizes.push_back(std::to_string(RegionCount(lookup_[a].size())));
     }
     return Join(names, " x ") + ": " + Join(sizes, " x ");
   }
@@ -292,9 +324,9 @@ class TableWriter {
   // 2n - 2 comparisons that hold (v > g0, v >= g1, v > g1, ..., v >= g(n-1):
   // each implies the ones before it), else a binary search of the grid.
   void WriteCell() {
-    out_ += "      /* Per key, the call's region of its grid g0 < g1 < ...: 2i where it\n"
-            "         equals gi (or lies beyond the grid's end), 2i + 1 strictly between\n"
-            "         gi and g(i+1). */\n";
+    out_ += "      /* Per key, the call's region of its grid's and probes' values\n"
+            "         g0 < g1 < ...: 2i where it equals gi (or lies beyond the last),\n"
+            "         2i + 1 strictly between gi and g(i+1). */\n";
     std::vector<std::string> terms;
     size_t stride = 1;
     const std::vector<TuneAxis>& key = k_.tune->key;
@@ -303,9 +335,9 @@ class TableWriter {
       const Param* p = k_.FindParam(axis.param);
       const std::string type(Info(p->type.scalar).c_type);
       const std::string suffix = type[0] == 'u' ? "u" : "";
-      const size_t n = axis.values.size();
+      const size_t n = lookup_[a].size();
       std::vector<std::string> grid;
-      for (int64_t v : axis.values) grid.push_back(std::to_string(v) + suffix);
+      for (int64_t v : lookup_[a]) grid.push_back(std::to_string(v) + suffix);
       std::string index;
       if (n == 1) {
         index = "";
@@ -347,11 +379,25 @@ class TableWriter {
   // any, and the cell's first valid candidate.
   void WriteCombo(size_t ci, const std::string& indent) {
     std::vector<std::string> first;
-    for (int64_t f : first_[ci]) first.push_back(std::to_string(f));
-    out_ += indent + "static const int32_t kpack_first[" + std::to_string(first.size()) + "] = {" + Join(first, ", ") +
-            "};  /* per tuning, its table's first row; -1: none */\n";
-    out_ += indent + "if (kpack_first[kpack_tuning] >= 0) {\n";
-    out_ += indent + "  const " + type_ + " *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];\n";
+    for (const std::vector<int64_t>& rows : first_[ci]) {
+      std::vector<std::string> parts;
+      for (int64_t f : rows) parts.push_back(std::to_string(f));
+      first.push_back(variants_ == 1 ? parts[0] : "{" + Join(parts, ", ") + "}");
+    }
+    const std::string n = std::to_string(first.size());
+    if (variants_ == 1) {
+      out_ += indent + "static const int32_t kpack_first[" + n + "] = {" + Join(first, ", ") +
+              "};  /* per tuning, its table's first row; -1: none */\n";
+      out_ += indent + "const int32_t kpack_row = kpack_first[kpack_tuning];\n";
+    } else {
+      out_ += indent + "/* Per tuning, the first row of its table of the aligned and of the\n" + indent +
+              "   unaligned variant; -1: none (an unaligned call then reads the aligned one). */\n";
+      out_ += indent + "static const int32_t kpack_first[" + n + "][2] = {" + Join(first, ", ") + "};\n";
+      out_ += indent + "const int32_t kpack_row = kpack_first[kpack_tuning][kpack_variant] >= 0 ? " +
+              "kpack_first[kpack_tuning][kpack_variant] : kpack_first[kpack_tuning][0];\n";
+    }
+    out_ += indent + "if (kpack_row >= 0) {\n";
+    out_ += indent + "  const " + type_ + " *kpack_rank = kpack_ranks[(size_t)kpack_row + kpack_cell];\n";
     std::vector<size_t> runtime;  // the combination's tables' candidates whose valid the call decides
     for (size_t c : ranked_[ci])
       if (validity_[ci][c].kind == Validity::Kind::kRuntime) runtime.push_back(c);
@@ -405,7 +451,9 @@ class TableWriter {
   std::vector<std::vector<int64_t>> candidates_;      // every tuning's, by first appearance
   std::vector<Combo> combos_;                          // with a table somewhere, in build order
   std::vector<std::vector<Validity>> validity_;        // [combo][candidate]
-  std::vector<std::vector<int64_t>> first_;            // [combo][tuning] -> first row, -1
+  std::vector<std::vector<std::vector<int64_t>>> first_;  // [combo][tuning][variant] -> first row, -1
+  size_t variants_ = 1;                                // 2: tables of the unaligned variant too
+  std::vector<std::vector<int64_t>> lookup_;           // per key: LookupAxis over every table's probes
   std::vector<std::set<size_t>> ranked_;               // [combo] -> candidates its tables hold
   size_t width_ = 1;
   std::string type_, end_;
@@ -479,27 +527,84 @@ CellRanking MinimaxRanking(const std::vector<const CellRanking*>& corners) {
   return out;
 }
 
+std::vector<int64_t> LookupAxis(const std::vector<int64_t>& grid, const std::vector<int64_t>& probe_values) {
+  std::set<int64_t> all(grid.begin(), grid.end());
+  for (int64_t v : probe_values)
+    if (v > grid.front() && v < grid.back()) all.insert(v);
+  return std::vector<int64_t>(all.begin(), all.end());
+}
+
+namespace {
+
+// One key's lookup region: the closed range of values it covers, and the
+// region of the grid it lies in.
+struct AxisRegion {
+  int64_t lo, hi;
+  size_t parent;
+};
+
+std::vector<AxisRegion> AxisRegions(const std::vector<int64_t>& grid, const std::vector<int64_t>& lookup) {
+  std::vector<AxisRegion> out;
+  for (size_t i = 0; i < lookup.size(); ++i) {
+    out.push_back({lookup[i], lookup[i], RegionOf(grid, lookup[i])});
+    if (i + 1 == lookup.size()) break;
+    // Between lookup[i] and lookup[i + 1]: inside the grid's interval that
+    // starts at or contains lookup[i].
+    const size_t at = RegionOf(grid, lookup[i]);
+    out.push_back({lookup[i], lookup[i + 1], at % 2 == 0 ? at + 1 : at});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<CellRanking> RegionRankings(const std::vector<CellRanking>& grid_ranking,
-                                        const std::vector<size_t>& grid_sizes) {
+                                        const std::vector<std::vector<int64_t>>& grid,
+                                        const std::vector<ProbeRanking>& probes,
+                                        const std::vector<std::vector<int64_t>>& lookup_axes) {
+  const std::vector<std::vector<int64_t>>& lookup = lookup_axes.empty() ? grid : lookup_axes;
+  std::vector<std::vector<AxisRegion>> regions;
   size_t cells = 1;
-  for (size_t n : grid_sizes) cells *= RegionCount(n);
+  for (size_t a = 0; a < grid.size(); ++a) {
+    regions.push_back(AxisRegions(grid[a], lookup[a]));
+    cells *= regions.back().size();
+  }
+  // The shapes measured (grid, then probes with times), as key values and rankings.
+  std::vector<std::pair<std::vector<int64_t>, const CellRanking*>> measured;
+  for (size_t g = 0; g < grid_ranking.size(); ++g) {
+    std::vector<int64_t> at(grid.size());
+    for (size_t a = grid.size(), rest = g; a-- > 0; rest /= grid[a].size()) at[a] = grid[a][rest % grid[a].size()];
+    measured.emplace_back(std::move(at), &grid_ranking[g]);
+  }
+  for (const ProbeRanking& p : probes)
+    if (!p.ranking->empty()) measured.emplace_back(p.at, p.ranking);
   std::vector<CellRanking> out;
-  std::vector<size_t> region(grid_sizes.size(), 0);  // the cell's region per key, last fastest
+  std::vector<size_t> region(grid.size(), 0);  // the cell's lookup region per key, last fastest
   for (size_t cell = 0; cell < cells; ++cell) {
-    // The corners, row-major (lower grid value first per key): the product
-    // of {i} for region 2i and {i, i + 1} for region 2i + 1.
-    std::vector<size_t> corners = {0};
-    for (size_t a = 0; a < grid_sizes.size(); ++a) {
-      std::vector<size_t> next;
-      for (size_t base : corners)
-        for (size_t i = region[a] / 2; i <= (region[a] + 1) / 2; ++i) next.push_back(base * grid_sizes[a] + i);
-      corners = std::move(next);
+    // The shapes inside the cell (its closed range on every key), and
+    // those inside its grid cell: the corners and that cell's probes.
+    std::vector<const CellRanking*> own, parent;
+    bool point = true;
+    for (size_t a = 0; a < grid.size(); ++a) point = point && regions[a][region[a]].lo == regions[a][region[a]].hi;
+    for (const auto& [at, ranking] : measured) {
+      bool in_own = true, in_parent = true;
+      for (size_t a = 0; a < grid.size(); ++a) {
+        const AxisRegion& r = regions[a][region[a]];
+        in_own = in_own && at[a] >= r.lo && at[a] <= r.hi;
+        const size_t p = r.parent, i = p / 2;
+        const int64_t lo = grid[a][i], hi = grid[a][p % 2 == 0 ? i : i + 1];
+        in_parent = in_parent && at[a] >= lo && at[a] <= hi;
+      }
+      if (in_own) own.push_back(ranking);
+      if (in_parent) parent.push_back(ranking);
     }
-    std::vector<const CellRanking*> rankings;
-    for (size_t c : corners) rankings.push_back(&grid_ranking[c]);
-    out.push_back(MinimaxRanking(rankings));
+    // A cell with a measured shape at each end of it (or one measured
+    // point) goes by those alone; a cell that the lookup's finer axes cut
+    // off from them (between a grid value and a probe on one key, at a grid
+    // value on another) by its grid cell's.
+    out.push_back(MinimaxRanking(own.size() >= 2 || (point && own.size() == 1) ? own : parent));
     for (size_t a = region.size(); a-- > 0;) {
-      if (++region[a] < RegionCount(grid_sizes[a])) break;
+      if (++region[a] < regions[a].size()) break;
       region[a] = 0;
     }
   }

@@ -12,16 +12,22 @@
 //      atomic load.
 //   2. A branch per combination of the constexprs the caller chooses (not
 //      auto) that some tuning has a table for.
-//   3. Per key param with grid g0 < ... < g(n-1), its region (RegionOf):
-//      2i where the value is gi, 2i + 1 strictly between gi and g(i+1);
-//      below g0 is region 0, beyond g(n-1) region 2n - 2.  Integer
-//      comparisons against the grid values in the param's own C type.
+//   3. Per key param with lookup values g0 < ... < g(n-1) (LookupAxis: the
+//      grid's and the probes' between them), its region (RegionOf): 2i
+//      where the value is gi, 2i + 1 strictly between gi and g(i+1); below
+//      g0 is region 0, beyond g(n-1) region 2n - 2.  Integer comparisons
+//      against those values in the param's own C type.
 //   4. The ranking of the region cell, computed at build time
-//      (MinimaxRanking): the candidates timed at every tuned shape that
-//      encloses the cell (its corners), by their worst slowdown over them,
-//      so that a value between grid shapes does not run a candidate that is
-//      fast at the nearer one and falls off a cliff at the other.  At a
-//      grid shape it is that shape's ranking.  The first candidate whose
+//      (RegionRankings, MinimaxRanking): the candidates timed at every
+//      measured shape of the cell (grid shapes and probes, tune_probe.h),
+//      by their worst slowdown over them, so that a value between measured
+//      shapes does not run a candidate that is fast at the nearer one and
+//      falls off a cliff at the other.  At a
+//      grid shape it is that shape's ranking.  Where the kernel's launcher
+//      has an aligned variant and a tuning has `variant: unaligned`
+//      tables, a call that the launcher runs unaligned (its
+//      AlignedVariantTest fails) reads those: the fastest tile of the
+//      unaligned code is often another.  The first candidate whose
 //      `valid` holds at the call (its C, with the candidate's and the combination's
 //      values folded in) wins, and the dispatcher is called with its values.
 //      Candidates whose `valid` folds to false are left out of the tables,
@@ -62,11 +68,32 @@ size_t RegionOf(const std::vector<int64_t>& grid, int64_t v);
 // nearer from below); else empty, and the rules decide.
 CellRanking MinimaxRanking(const std::vector<const CellRanking*>& corners);
 
-// MinimaxRanking of every region cell (row-major over RegionCount per key)
-// of a table whose per-shape rankings `grid_ranking` are row-major over
-// `grid_sizes` values per key.
+// A shape timed between the grid's values (TunedProbe) and its ranking.
+struct ProbeRanking {
+  std::vector<int64_t> at;  // one value per key
+  const CellRanking* ranking = nullptr;
+};
+
+// The values a key's lookup compares a call's value against: its grid's
+// and, between the grid's ends, the probes' (`probe_values`, any order),
+// ascending and distinct.
+std::vector<int64_t> LookupAxis(const std::vector<int64_t>& grid, const std::vector<int64_t>& probe_values);
+
+// The ranking of every region cell (row-major over RegionCount per key) of
+// a table whose per-shape rankings `grid_ranking` are row-major over the
+// keys' `grid` values, with `probes` timed between them.  The regions are
+// those of `lookup` (per key a LookupAxis of its grid; empty: the grids),
+// so a probe's value splits its grid interval in two.  A cell's ranking is
+// the MinimaxRanking of the measured shapes in it (its closed range on
+// every key), when there are two or more, or it is one measured shape;
+// else (a cell that the probes' values cut off from the measurements, say
+// between a grid value and a probe on one key and at a grid value on
+// another) that of its grid cell: the grid shapes enclosing it (its
+// corners) and the probes inside.  A probe without times is left out.
 std::vector<CellRanking> RegionRankings(const std::vector<CellRanking>& grid_ranking,
-                                        const std::vector<size_t>& grid_sizes);
+                                        const std::vector<std::vector<int64_t>>& grid,
+                                        const std::vector<ProbeRanking>& probes = {},
+                                        const std::vector<std::vector<int64_t>>& lookup = {});
 
 // The tuned kernels of `pkg`'s tuning files that have tables for `k` (not
 // stale, at least one table), in package order, with their files.  Only

@@ -31,12 +31,25 @@ struct TuneLayout {
   // [combo][candidate]: the API specialization, nullptr where not built.
   std::vector<std::vector<const Specialization*>> built;
   size_t shapes = 1;  // the grid's size: the product of the key axes' sizes
+  // Probe shapes (tune_probe.h): per key, ProbeAxis of its grid; `probes`
+  // is their product, numbered after the grid's shapes (shape index
+  // shapes + p, row-major, the last key fastest).
+  std::vector<std::vector<int64_t>> probe_axes;
+  size_t probes = 0;
+  // Whether the harness also times every shape with the unaligned variant
+  // (variant 1), its `divisibility: auto` buffers one element off 16-byte
+  // alignment: the kernel has an aligned variant and such a pointer param.
+  // The auto dispatcher then keys its tables on the launcher's choice.
+  bool unaligned_twin = false;
 
   // "T=f16" ("T=f16 ACC=f32"); "" for a kernel whose API constexprs are all auto.
   std::string ComboLabel(size_t combo) const;
   // "BLOCK=256 num_warps=4": the tuning file's candidate label.
   std::string CandidateLabel(size_t candidate) const;
-  // The key values of shape `s` (row-major, the last key fastest).
+  // The grid's shapes and the probes.
+  size_t AllShapes() const { return shapes + probes; }
+  // The key values of shape `s` < AllShapes(): of the grid (row-major, the
+  // last key fastest), then of the probes.
   std::vector<int64_t> ShapeKey(size_t s) const;
   // "rows=1 cols=128".
   std::string ShapeLabel(size_t s) const;

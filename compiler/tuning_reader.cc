@@ -9,6 +9,7 @@
 
 #include "codegen_text.h"
 #include "tune_hash.h"
+#include "tune_probe.h"
 #include "tune_reader.h"
 #include "yaml_input.h"
 
@@ -40,6 +41,13 @@ std::optional<double> Number(const YAML::Node& node) {
   auto [end, ec] = std::from_chars(begin, s.data() + s.size(), value);
   if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value)) return std::nullopt;
   return value;
+}
+
+// "rows: [1, 64, 1024]", for messages.
+std::string AxisText(const TuneAxis& a) {
+  std::vector<std::string> values;
+  for (int64_t v : a.values) values.push_back(std::to_string(v));
+  return a.param + ": [" + JoinNames(values) + "]";
 }
 
 bool IsNullish(const YAML::Node& node) {
@@ -289,12 +297,25 @@ class TuningReader {
     }
   }
 
+  // `variant:`, where given: only `unaligned` (the aligned variant's
+  // table, or a kernel's only one, says none).
+  void ReadVariant(const YAML::Node& v, TunedTable& t) {
+    t.variant_loc = r_.ValueLoc(v);
+    if (!v.IsScalar() || v.Scalar() != "unaligned") {
+      r_.Error(v, "variant must be 'unaligned' (leave it out of the aligned variant's table, and of a kernel "
+                  "without variants)");
+      return;
+    }
+    t.unaligned = true;
+  }
+
   void ReadTable(const YAML::Node& node, TunedKernel& tk, std::map<std::string, size_t>& labels) {
-    if (!r_.CheckMap(node, "a table", {"for", "results"}, {"for", "results"})) return;
+    if (!r_.CheckMap(node, "a table", {"for", "variant", "results", "probes"}, {"for", "results"})) return;
     TunedTable t;
     t.loc = r_.Loc(node);
     const YAML::Node for_node = FileReader::Get(node, "for");
     if (for_node.IsDefined()) ReadFor(for_node, t);
+    if (const YAML::Node variant = FileReader::Get(node, "variant"); variant.IsDefined()) ReadVariant(variant, t);
     const YAML::Node results = FileReader::Get(node, "results");
     if (!results.IsDefined()) return;
     if (!results.IsSequence()) {
@@ -308,25 +329,46 @@ class TuningReader {
       return;
     }
     std::set<size_t> used;
+    auto use = [&](const std::vector<std::pair<size_t, double>>& ranking) {
+      for (const auto& [candidate, us] : ranking)
+        if (used.insert(candidate).second) t.uses.emplace_back(candidate, SourceLoc{});
+    };
     for (size_t i = 0; i < grid; ++i) {
       std::optional<std::vector<std::pair<size_t, double>>> ranking = ReadResult(results[i], i, tk, labels);
       if (!ranking) continue;
-      for (const auto& [candidate, us] : *ranking)
-        if (used.insert(candidate).second) t.uses.emplace_back(candidate, SourceLoc{});
+      use(*ranking);
       t.ranking.push_back(std::move(*ranking));
     }
+    const YAML::Node probes = FileReader::Get(node, "probes");
+    if (probes.IsDefined() && !IsNullish(probes)) {
+      if (!probes.IsSequence()) {
+        r_.Error(probes, "probes must be a list, one entry per shape tuned between the grid's values");
+        return;
+      }
+      std::map<std::vector<int64_t>, SourceLoc> seen;
+      for (const YAML::Node& entry : probes) {
+        std::optional<TunedProbe> probe = ReadProbe(entry, tk, labels, seen);
+        if (!probe) continue;
+        use(probe->ranking);
+        t.probes.push_back(std::move(*probe));
+      }
+    }
     // The first use in this table, for "not built" messages about it.
-    for (auto& [candidate, loc] : t.uses) loc = FirstUse(results, tk.labels[candidate]);
+    for (auto& [candidate, loc] : t.uses) loc = FirstUse(results, probes, tk.labels[candidate]);
     tk.tables.push_back(std::move(t));
   }
 
-  // Where `label` first appears as a key of a result's `us` in `results`.
-  SourceLoc FirstUse(const YAML::Node& results, const std::string& label) {
-    for (const YAML::Node& result : results) {
-      const YAML::Node us = FileReader::Get(result, "us");
-      if (!us.IsMap()) continue;
-      for (const auto& entry : us)
-        if (entry.first.IsScalar() && entry.first.Scalar() == label) return r_.ValueLoc(entry.first);
+  // Where `label` first appears as a key of an entry's `us` in `results`,
+  // else in `probes`.
+  SourceLoc FirstUse(const YAML::Node& results, const YAML::Node& probes, const std::string& label) {
+    for (const YAML::Node& list : {results, probes}) {
+      if (!list.IsSequence()) continue;
+      for (const YAML::Node& result : list) {
+        const YAML::Node us = FileReader::Get(result, "us");
+        if (!us.IsMap()) continue;
+        for (const auto& entry : us)
+          if (entry.first.IsScalar() && entry.first.Scalar() == label) return r_.ValueLoc(entry.first);
+      }
     }
     return r_.Loc(results);
   }
@@ -386,27 +428,75 @@ class TuningReader {
   std::optional<std::vector<std::pair<size_t, double>>> ReadResult(const YAML::Node& node, size_t index,
                                                                    TunedKernel& tk,
                                                                    std::map<std::string, size_t>& labels) {
+    std::optional<std::vector<int64_t>> at = ReadShape(node, "a result", tk);
+    if (!at) return std::nullopt;
+    const std::vector<int64_t> expected = GridPoint(tk.key, index);
+    if (*at != expected) {
+      std::vector<std::string> names;
+      for (const TuneAxis& a : tk.key) names.push_back(a.param);
+      r_.Error(node, "result " + std::to_string(index + 1) + " is at " + ShapeText(tk, *at) +
+                         "; in grid order (row-major over key [" + JoinNames(names) + "], the last fastest) it must be " +
+                         ShapeText(tk, expected));
+      return std::nullopt;
+    }
+    return ReadTimes(node, "a result", tk, labels);
+  }
+
+  // One probe: a shape inside the grid's cells (every key value strictly
+  // between two neighbouring grid values, or a one-value grid's value: what
+  // tune_probe.h chooses from), each shape once (`seen`: those read so far),
+  // its times as a result's.  nullopt when reported.
+  std::optional<TunedProbe> ReadProbe(const YAML::Node& node, TunedKernel& tk, std::map<std::string, size_t>& labels,
+                                      std::map<std::vector<int64_t>, SourceLoc>& seen) {
+    std::optional<std::vector<int64_t>> at = ReadShape(node, "a probe", tk);
+    if (!at) return std::nullopt;
+    for (size_t a = 0; a < tk.key.size(); ++a) {
+      const TuneAxis& axis = tk.key[a];
+      if (ProbeValueFits(axis.values, (*at)[a])) continue;
+      const std::string value = axis.param + " " + std::to_string((*at)[a]);
+      r_.Error(FileReader::Get(node, axis.param),
+               "probe at " + ShapeText(tk, *at) + ": " + value +
+                   (axis.values.size() == 1 ? " is not the one value of its grid ("
+                                            : " is not strictly between two neighbouring values of its grid (") +
+                   AxisText(axis) + "); a probe lies inside the grid's cells, strictly between two neighbouring "
+                   "values on every key (on a key of one value, at that value)");
+      return std::nullopt;
+    }
+    auto [first, inserted] = seen.emplace(*at, r_.Loc(node));
+    if (!inserted) {
+      r_.Error(node, "a second probe at " + ShapeText(tk, *at) + " (the first is at " + first->second.ToString() + ")");
+      return std::nullopt;
+    }
+    std::optional<std::vector<std::pair<size_t, double>>> ranking = ReadTimes(node, "a probe", tk, labels);
+    if (!ranking) return std::nullopt;
+    return TunedProbe{std::move(*at), std::move(*ranking), r_.Loc(node)};
+  }
+
+  // A result's or a probe's keys (`what`: "a result"), and its key values
+  // in `key:` order; nullopt when reported.
+  std::optional<std::vector<int64_t>> ReadShape(const YAML::Node& node, const std::string& what,
+                                                const TunedKernel& tk) {
     std::vector<std::string> allowed, required;
     for (const TuneAxis& a : tk.key) allowed.push_back(a.param);
     required = allowed;
     required.push_back("us");
     for (const char* key : {"best", "margin", "us"}) allowed.push_back(key);
-    if (!CheckKeys(r_, node, "a result", allowed, required)) return std::nullopt;
+    if (!CheckKeys(r_, node, what, allowed, required)) return std::nullopt;
     std::vector<int64_t> at;
     for (const TuneAxis& a : tk.key) {
       std::optional<int64_t> v = r_.Integer(FileReader::Get(node, a.param), "the value of '" + a.param + "'");
       if (!v) return std::nullopt;
       at.push_back(*v);
     }
-    const std::vector<int64_t> expected = GridPoint(tk.key, index);
-    if (at != expected) {
-      std::vector<std::string> names;
-      for (const TuneAxis& a : tk.key) names.push_back(a.param);
-      r_.Error(node, "result " + std::to_string(index + 1) + " is at " + ShapeText(tk, at) +
-                         "; in grid order (row-major over key [" + JoinNames(names) + "], the last fastest) it must be " +
-                         ShapeText(tk, expected));
-      return std::nullopt;
-    }
+    return at;
+  }
+
+  // A result's or a probe's (`what`) `us`, `best` and `margin`: its times,
+  // ranked fastest first (ties: `best` first, then as written).  nullopt
+  // when reported.
+  std::optional<std::vector<std::pair<size_t, double>>> ReadTimes(const YAML::Node& node, const std::string& what,
+                                                                  TunedKernel& tk,
+                                                                  std::map<std::string, size_t>& labels) {
     const YAML::Node us = FileReader::Get(node, "us");
     if (!us.IsMap()) {
       r_.Error(us, "us must map each candidate label to its time in microseconds ({} where none could run)");
@@ -441,15 +531,15 @@ class TuningReader {
         ranking.emplace_back(*c, *time);
       }
     }
-    if (!ok || !CheckBest(node, ranking, tk, labels)) return std::nullopt;
+    if (!ok || !CheckBest(node, what, ranking, tk, labels)) return std::nullopt;
     return ranking;
   }
 
   // `best` names the fastest candidate of a result with times (and moves
   // it to the front of `ranking`, sorted fastest first); `margin` is a
   // number.  Where no candidate ran (`us: {}`), both may be left out.
-  bool CheckBest(const YAML::Node& node, std::vector<std::pair<size_t, double>>& ranking, const TunedKernel& tk,
-                 const std::map<std::string, size_t>& labels) {
+  bool CheckBest(const YAML::Node& node, const std::string& what, std::vector<std::pair<size_t, double>>& ranking,
+                 const TunedKernel& tk, const std::map<std::string, size_t>& labels) {
     const YAML::Node best = FileReader::Get(node, "best");
     const YAML::Node margin = FileReader::Get(node, "margin");
     if (!IsNullish(margin) && !Number(margin)) {
@@ -462,7 +552,7 @@ class TuningReader {
       return false;
     }
     if (IsNullish(best)) {
-      r_.Error(node, "a result with times must name its fastest candidate as best");
+      r_.Error(node, what + " with times must name its fastest candidate as best");
       return false;
     }
     std::optional<std::string> label = r_.String(best, "best");
@@ -524,12 +614,6 @@ std::vector<std::string> KeyNames(const std::vector<TuneAxis>& axes) {
   std::vector<std::string> out;
   for (const TuneAxis& a : axes) out.push_back(a.param);
   return out;
-}
-
-std::string AxisText(const TuneAxis& a) {
-  std::vector<std::string> values;
-  for (int64_t v : a.values) values.push_back(std::to_string(v));
-  return a.param + ": [" + JoinNames(values) + "]";
 }
 
 // Key, shapes and tuned constexprs as the manifest has them.
@@ -625,14 +709,22 @@ void CheckAgainstBuilds(const Kernel& k, const std::vector<const Specialization*
   }
   std::vector<const TunedTable*> done;
   for (TunedTable& t : tk.tables) {
+    if (t.unaligned && !k.HasAlignedVariant()) {
+      diag.Error(t.variant_loc, "variant: unaligned, but " + k.name +
+                                    " has no aligned variant (no divisibility: auto or equal_to_1: auto param)");
+      continue;
+    }
     if (!ReadCombo(k, t, diag)) continue;
     const std::string combo = ComboText(k, t.combo);
+    // One table per combination and variant.
     auto twin = std::find_if(done.begin(), done.end(), [&](const TunedTable* other) {
-      return std::equal(other->combo.begin(), other->combo.end(), t.combo.begin(), SameValue);
+      return other->unaligned == t.unaligned &&
+             std::equal(other->combo.begin(), other->combo.end(), t.combo.begin(), SameValue);
     });
     if (twin != done.end()) {
-      diag.Error(t.loc, "a second table for " + (combo.empty() ? std::string("the kernel") : combo) +
-                            " (the first is at " + (*twin)->loc.ToString() + ")");
+      diag.Error(t.loc, "a second " + std::string(t.unaligned ? "unaligned-variant " : "") + "table for " +
+                            (combo.empty() ? std::string("the kernel") : combo) + " (the first is at " +
+                            (*twin)->loc.ToString() + ")");
       continue;
     }
     done.push_back(&t);

@@ -6,14 +6,18 @@
 // Read in two steps.  The load pass reads each file on its own terms (its
 // keys and types, its version and package, kernels the package has with a
 // `tune:` section, one result per shape of the file's grid in grid order,
-// times that are numbers, `best` the fastest), so every error names a line
-// of the file.  After the expand pass CheckTunings() compares each tuned
+// times that are numbers, `best` the fastest; a table's optional `variant:
+// unaligned` and `probes:`, each probe inside the grid's cells and at most
+// once, its times checked as a result's), so every error names a line of
+// the file.  After the expand pass CheckTunings() compares each tuned
 // kernel's manifest_hash with the manifest's (TuneManifestHash): a stale
 // tuning is an error, or with --allow-stale-tuning a warning and its tables
 // dropped; a tuning that is not stale must then agree with the manifest and
 // the builds (key, shapes, tuned constexprs, `for` combinations and
-// candidates that were built).  A changed manifest therefore says "stale"
-// once, not every way in which the file no longer fits it.
+// candidates that were built, one table per combination and variant, an
+// unaligned variant's table only for a kernel with an aligned variant).  A
+// changed manifest therefore says "stale" once, not every way in which the
+// file no longer fits it.
 #pragma once
 
 #include <cstdint>

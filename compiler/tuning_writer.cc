@@ -67,7 +67,8 @@ std::string Margin(double margin) {
   return text;
 }
 
-// One `- {rows: 1, cols: 128, best: ..., margin: ..., us: {...}}` line.
+// One `- {rows: 1, cols: 128, best: ..., margin: ..., us: {...}}` line: a
+// result, or (shape >= k.Shapes()) a probe.
 std::string ResultLine(const TunedResultKernel& k, const TunedResultTable& t, size_t shape) {
   std::vector<std::string> fields;
   std::vector<int64_t> key = k.ShapeKey(shape);
@@ -94,6 +95,7 @@ size_t TunedResultKernel::Shapes() const {
 }
 
 std::vector<int64_t> TunedResultKernel::ShapeKey(size_t shape) const {
+  if (const size_t grid = Shapes(); shape >= grid) return probes.at(shape - grid);
   std::vector<int64_t> out(key.size());
   for (size_t i = key.size(); i-- > 0;) {
     out[i] = key[i].second[shape % key[i].second.size()];
@@ -194,8 +196,12 @@ std::string FormatTuningFile(const TuneResults& r) {
       std::vector<std::string> combo;
       for (const auto& [name, value] : t.combo) combo.push_back(name + ": " + Scalar(value, true));
       out += "      - for: {" + Join(combo, ", ") + "}\n";
+      if (t.unaligned) out += "        variant: unaligned\n";
       out += "        results:\n";
-      for (size_t s = 0; s < t.us.size(); ++s) out += ResultLine(k, t, s);
+      const size_t grid = std::min(k.Shapes(), t.us.size());
+      for (size_t s = 0; s < grid; ++s) out += ResultLine(k, t, s);
+      if (t.us.size() > grid) out += "        probes:\n";
+      for (size_t s = grid; s < t.us.size(); ++s) out += ResultLine(k, t, s);
     }
   }
   return out;

@@ -16,8 +16,14 @@ struct TunedResultTable {
   // The `for` map: (constexpr, value as ValueText spells it), in constexpr order.
   std::vector<std::pair<std::string, std::string>> combo;
   std::string label;  // "T=f16", for people ("" without such constexprs)
+  // The launcher's unaligned variant's times (`variant: unaligned`): a
+  // kernel whose launcher picks an aligned variant has a second table per
+  // combination, timed with buffers off 16-byte alignment.
+  bool unaligned = false;
   // [shape][candidate]: the median microseconds per launch; nullopt where
   // the candidate was not built for this combination or is not valid there.
+  // The grid's shapes (Shapes() rows, in grid order), then the kernel's
+  // probes (one row each, in `probes` order).
   std::vector<std::vector<std::optional<double>>> us;
 };
 
@@ -28,11 +34,16 @@ struct TunedResultKernel {
   std::vector<std::pair<std::string, std::vector<int64_t>>> key;
   std::vector<std::string> tuned;       // the auto constexprs, in constexpr order
   std::vector<std::string> candidates;  // labels: "BLOCK=256 num_warps=4"
+  // The probe shapes (tune_probe.h), each one value per key in `key:`
+  // order; none for a kernel tuned without probes.
+  std::vector<std::vector<int64_t>> probes;
   std::vector<TunedResultTable> tables;
 
-  size_t Shapes() const;
-  std::vector<int64_t> ShapeKey(size_t shape) const;  // row-major, the last key fastest
-  std::string ShapeLabel(size_t shape) const;         // "rows=1 cols=128"
+  size_t Shapes() const;  // the grid's, without the probes
+  // Shape `shape` < Shapes() + probes.size(): of the grid (row-major, the
+  // last key fastest), then the probes.
+  std::vector<int64_t> ShapeKey(size_t shape) const;
+  std::string ShapeLabel(size_t shape) const;  // "rows=1 cols=128"
 };
 
 // One run of `kpack tune` on one GPU.

@@ -238,8 +238,23 @@ typedef struct kpack_tuning_set {
  * ("<who>: cuDeviceGetName on device 0 failed: NAME (code)") or the compute
  * capability cannot be read (kpack_device_attribute's detail for device.sm).
  * A failure is not cached: the next call asks again.
+ *
+ * On success it also leaves the device it found as a one-shot hint for the
+ * calling thread: the thread's next kpack_launch or kpack_launch_ex takes
+ * it instead of asking cuCtxGetDevice again (and clears it), so that an
+ * auto dispatcher's launch costs one cuCtxGetDevice, as a typed
+ * launcher's does.  Nothing can change the thread's context between the
+ * two: the auto dispatcher only reads its tables and calls the launcher.
+ * It must call kpack_device_hint_clear() before it returns, whether or not
+ * a launch took the hint (an empty problem, a refused argument).
  */
 kpack_status kpack_tuning_select(const char *who, kpack_tuning_set *set, int *index);
+
+/*
+ * Drops the calling thread's device hint (kpack_tuning_select), if any:
+ * what a tuned auto dispatcher calls last.  One thread-local store.
+ */
+void kpack_device_hint_clear(void);
 
 /* Kinds of constexpr value, for kpack_fail_no_specialization. */
 #define KPACK_CONSTEXPR_INT 0

@@ -751,6 +751,16 @@ static kpack_status check_device_ordinal(const char *who, CUdevice dev) {
 }
 
 /*
+ * The device kpack_tuning_select found for this thread, for the launch its
+ * auto dispatcher makes next; -1: none (kpack_internal.h).  Initial-exec:
+ * one load relative to the thread pointer on the launch path, even where
+ * the runtime is linked into a shared library.
+ */
+static _Thread_local CUdevice tl_device_hint __attribute__((tls_model("initial-exec"))) = -1;
+
+void kpack_device_hint_clear(void) { tl_device_hint = -1; }
+
+/*
  * Reads the current context's device into *dev.  No current context is the
  * common mistake of launching from a thread that never called
  * cudaSetDevice(), so its message says what to do.
@@ -826,8 +836,12 @@ static KPACK_RT_ALWAYS_INLINE kpack_status launch(const char *api, const kpack_k
     return s;
   }
   const kpack_driver *d = kpack_rt_driver();
-  CUdevice dev = 0;
-  if (d == NULL) {
+  CUdevice dev = tl_device_hint;
+  if (dev >= 0 && d != NULL) {
+    /* An auto dispatcher's kpack_tuning_select just found it (and the
+       driver). */
+    tl_device_hint = -1;
+  } else if (d == NULL) {
     if ((s = load_driver(name_of(k), &d, &dev)) != KPACK_SUCCESS) {
       return s;
     }
@@ -1085,7 +1099,7 @@ static kpack_status select_tuning(const kpack_driver *d, const char *who, kpack_
 /*
  * See kpack_internal.h.  After the first call for `set` on a device, the
  * path is the launch's: an acquire load of the driver table,
- * cuCtxGetDevice, then one relaxed load.
+ * cuCtxGetDevice, then one relaxed load and the hint's store.
  */
 kpack_status kpack_tuning_select(const char *who, kpack_tuning_set *set, int *index) {
   if (who == NULL) {
@@ -1110,9 +1124,14 @@ kpack_status kpack_tuning_select(const char *who, kpack_tuning_set *set, int *in
   int cached = atomic_load_explicit(&set->cache[dev], memory_order_relaxed);
   if (cached != 0) {
     *index = cached - 2;
+    tl_device_hint = dev;
     return KPACK_SUCCESS;
   }
-  return select_tuning(d, who, set, dev, index);
+  s = select_tuning(d, who, set, dev, index);
+  if (s == KPACK_SUCCESS) {
+    tl_device_hint = dev;
+  }
+  return s;
 }
 
 /* Forgets every device name and every set's choices (kpack_unload_all). */

@@ -279,6 +279,7 @@ struct Driver {
   decltype(&cuInit) init = nullptr;
   decltype(&cuGetErrorName) get_error_name = nullptr;
   decltype(&cuCtxGetCurrent) ctx_get_current = nullptr;
+  decltype(&cuCtxGetDevice) ctx_get_device = nullptr;
   decltype(&cuMemGetInfo_v2) mem_get_info = nullptr;
   decltype(&cuLibraryLoadData) library_load_data = nullptr;
   decltype(&cuLibraryGetKernel) library_get_kernel = nullptr;
@@ -307,6 +308,7 @@ Driver open_driver_table() {
   resolve(h, "cuInit", &d.init);
   resolve(h, "cuGetErrorName", &d.get_error_name);
   resolve(h, "cuCtxGetCurrent", &d.ctx_get_current);
+  resolve(h, "cuCtxGetDevice", &d.ctx_get_device);
   resolve(h, "cuMemGetInfo_v2", &d.mem_get_info);
   resolve(h, "cuLibraryLoadData", &d.library_load_data);
   resolve(h, "cuLibraryGetKernel", &d.library_get_kernel);
@@ -763,13 +765,18 @@ int run_launch(const std::string& fatbin_dir) {
 // The host time of the typed launcher, the dispatcher and the auto
 // dispatcher (tables or rules, the device lookup) of vector_add on an empty
 // problem (n = 0: the grid has no blocks, so the runtime returns before the
-// driver and nothing reaches the GPU).  What the auto dispatcher adds to a
-// real launch is exactly its difference to the typed launcher here: the
-// launch itself is the same call after either; measured with launches,
-// the +-300 ns jitter of cuLaunchKernel hides a few tens of ns.
+// driver and nothing reaches the GPU), and of cuCtxGetDevice alone.  The
+// empty auto call pays the cuCtxGetDevice of its tuning's lookup, which the
+// empty typed call never reaches; in a real launch the typed launcher pays
+// it too and the auto dispatcher's launch takes the device its lookup
+// found (kpack_internal.h: the device hint).  So what the auto dispatcher
+// adds to a real launch is its difference to the typed launcher here less
+// one cuCtxGetDevice ("auto_adds_to_a_launch"); measured with launches, the
+// +-300 ns jitter of cuLaunchKernel hides a few tens of ns.
 int run_dispatch_cost() {
   arm_watchdog(300);
   open_device();
+  const Driver& d = driver();
   require_current_context();
   cudaStream_t stream = make_stream();
   VecAdd buf(kN);
@@ -789,6 +796,10 @@ int run_dispatch_cost() {
       {"empty_auto", timed([=] {
          const kpack_status st = kernels_vector_add_auto(stream, KPACK_DTYPE_F32, x, y, out, n);
          if (st != KPACK_SUCCESS) [[unlikely]] fail_kpack(st, "kernels_vector_add_auto");
+       })},
+      {"ctx_get_device", timed([=] {
+         CUdevice dev = 0;
+         if (d.ctx_get_device(&dev) != CUDA_SUCCESS) [[unlikely]] fatal("cuCtxGetDevice failed");
        })},
   };
   const size_t nv = variants.size();
@@ -816,6 +827,16 @@ int run_dispatch_cost() {
         .add("difference_of_medians", st[a].median - st[b].median)
         .emit();
   }
+  // Per round: auto - typed - cuCtxGetDevice, from the same round's batches.
+  std::vector<double> adds;
+  for (size_t r = 0; r < per[0].size() && r < per[2].size() && r < per[3].size(); ++r)
+    adds.push_back(per[2][r] - per[0][r] - per[3][r]);
+  const Stats a = stats_of(adds);
+  Json("dispatch_cost", "auto_adds_to_a_launch", a.median, "ns")
+      .add("p10", a.p10)
+      .add("p90", a.p90)
+      .add("difference_of_medians", st[2].median - st[0].median - st[3].median)
+      .emit();
   cuda_check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   return 0;
 }

@@ -12,8 +12,19 @@
 #         and Triton's JIT costs, for bench/RESULTS.md.
 #
 # Everything goes to $OUT; the command, device and driver go to $OUT/device.txt.
+#   auto  eval where manifests/tuning has this GPU's file with probes (the
+#         library was built with it), else tune: whichever model the lent
+#         machine turns out to be, the call yields something.
 set -eu
 phase=$1
+if [ "$phase" = auto ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  phase=tune
+  for f in manifests/tuning/*.yaml; do
+    if grep -qxF "gpu: $gpu" "$f" && grep -q '^        probes:$' "$f"; then phase=eval; fi
+  done
+  echo "auto: $gpu -> $phase"
+fi
 kp=/tmp/kpack-carry
 mkdir -p "$kp"
 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' build-carry/tune.tar.xz "$kp"
@@ -49,7 +60,7 @@ eval)
   grep -E '"(auto_minus|dispatcher_minus|kpack_auto|kpack_dispatcher|kpack_typed|empty_)' "$OUT/launch.jsonl" || true
   ;;
 *)
-  echo "usage: device_run.sh tune|eval" >&2
+  echo "usage: device_run.sh tune|eval|auto" >&2
   exit 2
   ;;
 esac

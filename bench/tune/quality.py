@@ -133,8 +133,8 @@ def main():
             kernel, len(auto), fmt(auto), worst[0], worst[1], "; ".join(sorted(names)) or "-", fmt(default),
             "%.3f" % max(default) if default else "-", fmt(triton), fmt(auto_vs_triton)))
     print()
-    print("At the untuned shapes whose key values are all multiples of 16 (a Triton kernel's aligned "
-          "variant runs there, as at every tuned shape):")
+    print("At the untuned shapes whose key values are all multiples of 16 (where a Triton kernel's "
+          "launcher runs its aligned variant, with aligned buffers):")
     print()
     print("| kernel | shapes | auto/best geomean | worst |")
     print("|---|---|---|---|")
@@ -142,8 +142,10 @@ def main():
         if xs:
             print("| %s | %d | %.3f | %.3f |" % (kernel, len(xs), geomean(xs), max(xs)))
     print()
-    print("All kernels: %d untuned shapes; auto/best geomean %.3f, worst %.3f; fixed default/best geomean %.3f, "
-          "worst %.3f%s" % (len(all_auto), geomean(all_auto), max(all_auto, default=float("nan")),
+    print("All kernels: %d untuned shapes; auto/best geomean %.3f, worst %.3f (above 1.10: %d, above 1.05: %d); "
+          "fixed default/best geomean %.3f, worst %.3f%s" %
+          (len(all_auto), geomean(all_auto), max(all_auto, default=float("nan")),
+           sum(1 for x in all_auto if x > 1.10), sum(1 for x in all_auto if x > 1.05),
                              geomean(all_default), max(all_default, default=float("nan")),
                              "; auto/Triton autotune's pick geomean %.3f" % geomean(all_triton) if all_triton else ""))
     return 0

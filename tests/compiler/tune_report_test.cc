@@ -1,7 +1,8 @@
 // The report of a tuning run (tune_report.cc), rendered for a small fixed
 // result set: its titles, one polyline per candidate, one winner mark and
 // one margin per shape where something ran, the summary, nothing external,
-// and balanced tags.
+// and balanced tags; probes listed under their chart, and an unaligned
+// variant's table charted on its own.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -124,4 +125,52 @@ TEST_CASE("tune report: text from the GPU and the labels is escaped") {
   CHECK(html.find("Fake &lt;GPU&gt; &amp; &quot;co&quot;") != std::string::npos);
   CHECK(html.find("<GPU>") == std::string::npos);
   CHECK(Unbalanced(html) == "");
+}
+
+TEST_CASE("tune report: probes in a table under their chart, unaligned variants in their own charts") {
+  kpack::TuneResults r = Fixture();
+  kpack::TunedResultKernel& k = r.kernels[0];
+  k.probes = {{8, 368}, {8, 3072}};
+  kpack::TunedResultTable& t = k.tables[0];
+  t.us.push_back({3.6, 3.0, std::nullopt});
+  t.us.push_back({std::nullopt, std::nullopt, std::nullopt});
+  kpack::TunedResultTable unaligned = t;
+  unaligned.unaligned = true;
+  unaligned.us[6] = {5.0, 6.0, 5.5};
+  k.tables.push_back(unaligned);
+  const std::string html = kpack::FormatTuneReport(r);
+  CHECK(Unbalanced(html) == "");
+  // A chart per variant; the probes are not on the charts' x axes.
+  CHECK(Count(html, "<svg ") == 2);
+  CHECK(html.find("<h3>softmax T=f16</h3>") != std::string::npos);
+  CHECK(html.find("<h3>softmax T=f16 (unaligned variant)</h3>") != std::string::npos);
+  CHECK(Count(html, "class=\"winner\"") == 12);
+  CHECK(html.find(">rows=8 cols=368</text>") == std::string::npos);
+  // Under each chart its probes: every candidate's time, the winner's bold.
+  CHECK(Count(html, "<table class=\"probes\">") == 2);
+  CHECK(html.find("<tr><td>rows=8 cols=368</td><td>BLOCK=512</td><td>1.200</td><td>3.6</td><td class=\"best\">3</td>"
+                  "<td>&#8212;</td></tr>") != std::string::npos);
+  CHECK(html.find("<tr><td>rows=8 cols=368</td><td>BLOCK=256</td><td>1.100</td><td class=\"best\">5</td><td>6</td>"
+                  "<td>5.5</td></tr>") != std::string::npos);
+  CHECK(Count(html, "<tr><td>rows=8 cols=3072</td><td>&#8212;</td><td>&#8212;</td><td>&#8212;</td><td>&#8212;</td>"
+                    "<td>&#8212;</td></tr>") == 2);
+  // The probe table sits after its chart, before the next title.
+  const size_t second = html.find("<h3>softmax T=f16 (unaligned variant)</h3>");
+  CHECK(html.find("<table class=\"probes\">") < second);
+  CHECK(html.find("<table class=\"probes\">", second) != std::string::npos);
+  // The summary: the grid's shapes, and the probes' winners apart.
+  CHECK(html.find("<th>Probe wins</th>") != std::string::npos);
+  CHECK(html.find("<tr><td>softmax</td><td>T=f16</td><td>6</td><td>BLOCK=256 &#215;2, BLOCK=512 &#215;2, "
+                  "BLOCK=1024 &#215;2</td><td>1.082</td><td>BLOCK=512 &#215;1</td></tr>") != std::string::npos);
+  CHECK(html.find("<tr><td>softmax</td><td>T=f16 (unaligned variant)</td><td>6</td>") != std::string::npos);
+  CHECK(html.find("<td>BLOCK=256 &#215;1</td></tr>") != std::string::npos);
+  CHECK(html.find("<p>Probes are shapes between the grid's values") != std::string::npos);
+  CHECK(html.find("charted separately, titled &quot;(unaligned variant)&quot;") == std::string::npos);
+  CHECK(html.find("charted separately, titled \"(unaligned variant)\"") != std::string::npos);
+  // Without them, none of it.
+  const std::string plain = kpack::FormatTuneReport(Fixture());
+  CHECK(plain.find("<table class=\"probes\"") == std::string::npos);
+  CHECK(plain.find("Probe") == std::string::npos);
+  CHECK(plain.find("unaligned") == std::string::npos);
+  CHECK(kpack::FormatTuneReport(r) == html);
 }

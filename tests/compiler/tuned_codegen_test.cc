@@ -253,7 +253,7 @@ TEST_CASE("region rankings: row-major over 2n - 1 regions per key, from each cel
   // A 2 x 2 grid (rows-major): shapes (r0, c0) (r0, c1) (r1, c0) (r1, c1).
   const std::vector<CellRanking> grid = {
       {{0, 1.0}, {1, 2.0}}, {{1, 1.0}, {0, 3.0}}, {{0, 1.0}, {1, 1.2}}, {{1, 1.0}, {0, 1.1}}};
-  const std::vector<CellRanking> cells = RegionRankings(grid, {2, 2});
+  const std::vector<CellRanking> cells = RegionRankings(grid, {{1, 4}, {64, 256}});
   REQUIRE(cells.size() == 9);
   CHECK(Order(cells[0]) == std::vector<size_t>{0, 1});  // (r0, c0)
   CHECK(Order(cells[1]) == std::vector<size_t>{1, 0});  // between c0 and c1 at r0: 1 is 2x, 0 3x
@@ -264,7 +264,66 @@ TEST_CASE("region rankings: row-major over 2n - 1 regions per key, from each cel
   CHECK(Order(cells[6]) == std::vector<size_t>{0, 1});  // (r1, c0)
   CHECK(Order(cells[7]) == std::vector<size_t>{0, 1});  // 0: 1.1 at worst, 1: 1.2
   CHECK(Order(cells[8]) == std::vector<size_t>{1, 0});  // (r1, c1)
-  CHECK(RegionRankings({{{0, 1.0}}}, {1}).size() == 1);
+  CHECK(RegionRankings({{{0, 1.0}}}, {{8}}).size() == 1);
+}
+
+TEST_CASE("region rankings: the probes' values split the lookup's regions; a cell cut off from them takes its grid cell's") {
+  using kpack::codegen::LookupAxis;
+  using kpack::codegen::ProbeRanking;
+  using kpack::codegen::RegionRankings;
+  CHECK(LookupAxis({1024, 16384}, {4112, 4112, 1024, 99999, 1}) == std::vector<int64_t>{1024, 4112, 16384});
+  // One key, grid {1024, 16384}, probe 4112: 0 wins at 1024 and at the
+  // probe, 1 at 16384 (where 0 is 1.5x).
+  const std::vector<CellRanking> grid = {{{0, 1.0}, {1, 1.3}}, {{1, 4.0}, {0, 6.0}}};
+  const CellRanking probe = {{0, 2.0}, {1, 2.2}};
+  const std::vector<CellRanking> cells =
+      RegionRankings(grid, {{1024, 16384}}, {ProbeRanking{{4112}, &probe}}, {{1024, 4112, 16384}});
+  REQUIRE(cells.size() == 5);
+  CHECK(Order(cells[0]) == std::vector<size_t>{0, 1});  // 1024
+  CHECK(Order(cells[1]) == std::vector<size_t>{0, 1});  // (1024, 4112): 0 is the best at both
+  CHECK(Order(cells[2]) == std::vector<size_t>{0, 1});  // the probe's own
+  CHECK(Order(cells[3]) == std::vector<size_t>{1, 0});  // (4112, 16384): 1 is 1.1x at worst, 0 1.5x
+  CHECK(cells[3][0].second == Approx(1.1));
+  CHECK(Order(cells[4]) == std::vector<size_t>{1, 0});  // 16384
+  // Two keys, grid {1, 4} x {1024, 16384}, the probe at (2, 4112): the
+  // cell rows (2, 4), n (4112, 16384) holds the probe and (4, 16384); the
+  // cell rows 4, n (4112, 16384) only (4, 16384): its grid cell's, rows 4
+  // and n between 1024 and 16384, with the corners (4, 1024) and (4, 16384).
+  const std::vector<CellRanking> grid2 = {grid[0], grid[1], {{1, 1.0}, {0, 1.05}}, grid[1]};
+  const std::vector<CellRanking> cells2 =
+      RegionRankings(grid2, {{1, 4}, {1024, 16384}}, {ProbeRanking{{2, 4112}, &probe}}, {{1, 2, 4}, {1024, 4112, 16384}});
+  REQUIRE(cells2.size() == 25);
+  CHECK(Order(cells2[3 * 5 + 3]) == std::vector<size_t>{1, 0});
+  CHECK(cells2[3 * 5 + 3][0].second == Approx(1.1));
+  CHECK(Order(cells2[4 * 5 + 3]) == std::vector<size_t>{1, 0});
+  CHECK(cells2[4 * 5 + 3][1].second == Approx(1.5));  // 0: 1.05 at (4, 1024), 1.5 at (4, 16384)
+  CHECK(cells2[4 * 5 + 3][0].second == Approx(1.0));
+}
+
+TEST_CASE("region rankings: a probe inside a cell counts as one more corner of that cell only") {
+  using kpack::codegen::ProbeRanking;
+  using kpack::codegen::RegionRankings;
+  // One key, grid {1024, 4096}: candidate 0 wins at both ends, but at the
+  // probe between them (a nearly empty second tile) it is 1.5x.
+  const std::vector<CellRanking> grid = {{{0, 1.0}, {1, 1.1}}, {{0, 4.0}, {1, 4.2}}};
+  const CellRanking cliff = {{1, 2.0}, {0, 3.0}}, empty;
+  std::vector<CellRanking> cells = RegionRankings(grid, {{1024, 4096}}, {ProbeRanking{{2064}, &cliff}});
+  REQUIRE(cells.size() == 3);
+  CHECK(Order(cells[0]) == std::vector<size_t>{0, 1});  // at 1024: its own order
+  CHECK(Order(cells[1]) == std::vector<size_t>{1, 0});  // between: 1 is 1.1x at worst, 0 1.5x at the probe
+  CHECK(cells[1][0].second == Approx(1.1));
+  CHECK(cells[1][1].second == Approx(1.5));
+  CHECK(Order(cells[2]) == std::vector<size_t>{0, 1});  // at 4096
+  // Without the probe, or with a probe that has no times, 0 wins between.
+  CHECK(Order(RegionRankings(grid, {{1024, 4096}})[1]) == std::vector<size_t>{0, 1});
+  CHECK(Order(RegionRankings(grid, {{1024, 4096}}, {ProbeRanking{{2064}, &empty}})[1]) == std::vector<size_t>{0, 1});
+  // Two keys: the probe (rows 2, cols 2064) lies in cell (1, 1) of 3 x 3,
+  // and changes nothing elsewhere.
+  const std::vector<CellRanking> grid2 = {grid[0], grid[1], grid[0], grid[1]};
+  cells = RegionRankings(grid2, {{1, 4}, {1024, 4096}}, {ProbeRanking{{2, 2064}, &cliff}});
+  REQUIRE(cells.size() == 9);
+  for (size_t cell = 0; cell < 9; ++cell)
+    CHECK(Order(cells[cell]) == (cell == 4 ? std::vector<size_t>{1, 0} : std::vector<size_t>{0, 1}));
 }
 
 namespace {

@@ -89,6 +89,7 @@ std::string HashOf(const std::string& kernel) {
   dir.Write("package.yaml", "package: demo\narchs: [sm_80]\nkernels: [k.yaml]\n");
   dir.Write("k.yaml", kernel);
   dir.Write("sm.cuh", "// template\n");
+  dir.Write("sm.py", "# a Triton kernel's source, never read here\n");
   kpack::Diagnostics diag;
   std::optional<kpack::Package> pkg = kpack::LoadPackage("package.yaml", {}, diag);
   REQUIRE(diag.Text() == "");
@@ -108,6 +109,7 @@ Loaded Load(const std::string& file, const std::string& kernel = kTuned, bool al
   dir.Write("package.yaml", package);
   dir.Write("k.yaml", kernel);
   dir.Write("sm.cuh", "// template\n");
+  dir.Write("sm.py", "# a Triton kernel's source, never read here\n");
   dir.Write("t.yaml", text);
   kpack::Diagnostics diag;
   out.pkg = kpack::LoadPackage("package.yaml", {}, diag);
@@ -358,4 +360,140 @@ TEST_CASE("a tuning that is not stale must agree with the manifest and the build
   Loaded l = Load(std::string(kFile) + ReplaceAll(Replace(table, "{T: f16}", "{T: f32}"), "BLOCK=512", "BLOCK=128"));
   CHECK(l.errors == "");
   CHECK(l.pkg->tunings[0].kernels[0].tables.size() == 2);
+}
+
+namespace {
+
+// kFile with probes: shapes between the grid's values (rows 1..64, cols
+// 128..1024), the second where nothing may run.
+const std::string kProbes =
+    std::string(kFile) +
+    "        probes:\n"                                                                                       // 22
+    "          - {rows: 8, cols: 368, best: \"BLOCK=256\", margin: 1.2, us: {\"BLOCK=128\": 3.6, \"BLOCK=256\": 3.0}}\n"
+    "          - {rows: 32, cols: 200, us: {}}\n";                                                            // 24
+
+// kTuned as a Triton kernel whose launcher picks an aligned variant (x is
+// `divisibility: auto`); its lines as kTuned's up to the tune: section.
+std::string TritonTuned() {
+  return Replace(Replace(Replace(kTuned, "source: sm.cuh\n", "language: triton\nsource: sm.py\n"),
+                         "{name: x, type: const T*}", "{name: x, type: const T*, divisibility: auto}"),
+                 "  block: [BLOCK]\n", "");
+}
+
+// kFile's table for f16 again, as the unaligned variant's.
+std::string UnalignedTable() {
+  const std::string table = std::string(kFile).substr(std::string(kFile).find("      - for: {T: f16}"));
+  return Replace(table, "      - for: {T: f16}\n", "      - for: {T: f16}\n        variant: unaligned\n");
+}
+
+}  // namespace
+
+TEST_CASE("a table's probes are read into the model") {
+  Loaded l = Load(kProbes);
+  REQUIRE(l.errors == "");
+  const kpack::TunedTable& t = l.pkg->tunings[0].kernels[0].tables[0];
+  CHECK(!t.unaligned);
+  REQUIRE(t.ranking.size() == 4);
+  REQUIRE(t.probes.size() == 2);
+  CHECK(t.probes[0].at == std::vector<int64_t>{8, 368});
+  CHECK(t.probes[0].ranking == std::vector<std::pair<size_t, double>>{{1, 3.0}, {0, 3.6}});
+  CHECK(t.probes[0].loc.ToString() == "t.yaml:23:13");
+  CHECK(t.probes[1].at == std::vector<int64_t>{32, 200});
+  CHECK(t.probes[1].ranking.empty());
+  // `probes:` with none, or null, is none.
+  CHECK(Load(std::string(kFile) + "        probes: []\n").errors == "");
+  CHECK(Load(std::string(kFile) + "        probes:\n").errors == "");
+  // A probe on a key of one value is at that value.
+  const std::string one =
+      Replace(Replace(Replace(kFile, "rows: [1, 64], cols", "rows: [64], cols"),
+                      "          - {rows: 1, cols: 128, best: \"BLOCK=128\", margin: 1.1, us: {\"BLOCK=128\": 2.0, "
+                      "\"BLOCK=256\": 2.2}}\n",
+                      ""),
+              "          - {rows: 1, cols: 1024, best: \"BLOCK=256\", margin: 1.1, us: {\"BLOCK=256\": 3.0, "
+              "\"BLOCK=512\": 3.3}}\n",
+              "") +
+      "        probes:\n          - {rows: 64, cols: 368, us: {}}\n";
+  const std::string one_kernel = Replace(kTuned, "rows: [1, 64]", "rows: [64]");
+  CHECK(Load(one, one_kernel).errors == "");
+  CHECK(Load(Replace(one, "{rows: 64, cols: 368", "{rows: 8, cols: 368"), one_kernel).errors ==
+        "t.yaml:21:20: error: probe at rows 8, cols 368: rows 8 is not the one value of its grid (rows: [64]); a probe "
+        "lies inside the grid's cells, strictly between two neighbouring values on every key (on a key of one value, "
+        "at that value)\n");
+}
+
+TEST_CASE("a probe is checked as a result is, and must lie between the grid's values, once") {
+  CHECK(Errors(Replace(kProbes, "{rows: 8, cols: 368,", "{rows: 64, cols: 368,")) ==
+        "t.yaml:23:20: error: probe at rows 64, cols 368: rows 64 is not strictly between two neighbouring values of "
+        "its grid (rows: [1, 64]); a probe lies inside the grid's cells, strictly between two neighbouring values on "
+        "every key (on a key of one value, at that value)\n");
+  CHECK(Errors(Replace(kProbes, "{rows: 8, cols: 368,", "{rows: 8, cols: 4096,")) ==
+        "t.yaml:23:29: error: probe at rows 8, cols 4096: cols 4096 is not strictly between two neighbouring values of "
+        "its grid (cols: [128, 1024]); a probe lies inside the grid's cells, strictly between two neighbouring values "
+        "on every key (on a key of one value, at that value)\n");
+  CHECK(Errors(Replace(kProbes, "{rows: 32, cols: 200,", "{rows: 8, cols: 368,")) ==
+        "t.yaml:24:13: error: a second probe at rows 8, cols 368 (the first is at t.yaml:23:13)\n");
+  CHECK(Errors(Replace(kProbes, "{rows: 32, cols: 200,", "{rows: 32,")) ==
+        "t.yaml:24:13: error: a probe is missing required key 'cols'\n");
+  CHECK(Errors(Replace(kProbes, "{rows: 32, cols: 200,", "{rows: 32, cols: 200, at: 1,")) ==
+        "t.yaml:24:35: error: unknown key 'at' in a probe (expected one of: rows, cols, best, margin, us)\n");
+  CHECK(Errors(Replace(kProbes, "{rows: 32, cols: 200,", "{rows: 32, cols: wide,")) ==
+        "t.yaml:24:30: error: the value of 'cols' must be an integer\n");
+  CHECK(Errors(Replace(kProbes, "\"BLOCK=256\": 3.0}", "\"BLOCK=256\": 4.0}")) ==
+        "t.yaml:23:40: error: best 'BLOCK=256' (4 us) is not the fastest: 'BLOCK=128' took 3.6 us\n");
+  CHECK(Errors(Replace(kProbes, "\"BLOCK=256\": 3.0}", "\"BLOCK=256\": -3.0}")) ==
+        "t.yaml:23:102: error: the time of 'BLOCK=256' is negative (-3 us)\n");
+  CHECK(Errors(Replace(kProbes, "best: \"BLOCK=256\", margin: 1.2, ", "")) ==
+        "t.yaml:23:13: error: a probe with times must name its fastest candidate as best\n");
+  CHECK(Errors(std::string(kFile) + "        probes: {rows: 8}\n") ==
+        "t.yaml:22:17: error: probes must be a list, one entry per shape tuned between the grid's values\n");
+  CHECK(Errors(Replace(kFile, "        results:\n", "        probe: []\n        results:\n")) ==
+        "t.yaml:17:9: error: unknown key 'probe' in a table (expected one of: for, variant, results, probes)\n");
+  // A probe's candidates must have been built, as a result's: BLOCK=512
+  // (no build for f32) only in a probe of the f32 table.
+  const std::string f32 = ReplaceAll(Replace(Replace(kFile, "for: {T: f16}", "for: {T: f32}"),
+                                             "\"BLOCK=512\": 3.3", "\"BLOCK=128\": 3.3"),
+                                     "\"BLOCK=512\"", "\"BLOCK=256\"") +
+                          "        probes:\n          - {rows: 8, cols: 368, best: \"BLOCK=512\", margin: 1.2, "
+                          "us: {\"BLOCK=512\": 3.0}}\n";
+  CHECK(Errors(f32) == "t.yaml:23:72: error: candidate 'BLOCK=512' was not built for T=f32\n");
+}
+
+TEST_CASE("an unaligned variant's table: variant: unaligned, for a kernel with an aligned variant, once") {
+  const std::string triton = TritonTuned();
+  Loaded l = Load(std::string(kProbes) + UnalignedTable(), triton);
+  REQUIRE(l.errors == "");
+  const std::vector<kpack::TunedTable>& tables = l.pkg->tunings[0].kernels[0].tables;
+  REQUIRE(tables.size() == 2);
+  CHECK(!tables[0].unaligned);
+  CHECK(tables[0].probes.size() == 2);
+  CHECK(tables[1].unaligned);
+  CHECK(tables[1].variant_loc.ToString() == "t.yaml:26:18");
+  CHECK(tables[1].combo.at(0).dtype == kpack::Scalar::kF16);
+  CHECK(tables[1].ranking == tables[0].ranking);
+  CHECK(tables[1].probes.empty());
+  // Only `unaligned`.
+  CHECK(Load(std::string(kFile) + Replace(UnalignedTable(), "variant: unaligned", "variant: aligned"), triton)
+            .errors ==
+        "t.yaml:23:18: error: variant must be 'unaligned' (leave it out of the aligned variant's table, and of a kernel "
+        "without variants)\n");
+  CHECK(Load(std::string(kFile) + Replace(UnalignedTable(), "variant: unaligned", "variant: [unaligned]"), triton)
+            .errors ==
+        "t.yaml:23:18: error: variant must be 'unaligned' (leave it out of the aligned variant's table, and of a kernel "
+        "without variants)\n");
+  // A kernel without an aligned variant has no unaligned one.
+  CHECK(Errors(std::string(kFile) + UnalignedTable()) ==
+        "t.yaml:23:18: error: variant: unaligned, but softmax has no aligned variant (no divisibility: auto or "
+        "equal_to_1: auto param)\n");
+  CHECK(Errors(Replace(kFile, "        results:\n", "        variant: unaligned\n        results:\n")) ==
+        "t.yaml:17:18: error: variant: unaligned, but softmax has no aligned variant (no divisibility: auto or "
+        "equal_to_1: auto param)\n");
+  // One table per combination and variant.
+  CHECK(Load(std::string(kFile) + UnalignedTable() + UnalignedTable(), triton).errors ==
+        "t.yaml:29:9: error: a second unaligned-variant table for T=f16 (the first is at t.yaml:22:9)\n");
+  const std::string table = std::string(kFile).substr(std::string(kFile).find("      - for: {T: f16}"));
+  CHECK(Load(std::string(kFile) + UnalignedTable() + table, triton).errors ==
+        "t.yaml:29:9: error: a second table for T=f16 (the first is at t.yaml:16:9)\n");
+  // Alone, without the aligned variant's: allowed (the rules serve aligned calls).
+  CHECK(Load(Replace(kFile, "        results:\n", "        variant: unaligned\n        results:\n"), triton).errors ==
+        "");
 }

@@ -1,10 +1,14 @@
 // The tuning file kpack tune writes (tuning_writer.cc): its text word for
-// word for a small fixed result set, the numbers' spelling, the winner and
-// margin of a shape, and the file name of a GPU.
+// word for a small fixed result set (with probes and an unaligned
+// variant's table too, read back by tuning_reader.cc), the numbers'
+// spelling, the winner and margin of a shape, and the file name of a GPU.
 #include <catch2/catch.hpp>
 
 #include <string>
 
+#include "manifest.h"
+#include "test_util.h"
+#include "tuning_reader.h"
 #include "tuning_writer.h"
 
 namespace {
@@ -138,4 +142,146 @@ TEST_CASE("tuning file: named after the GPU") {
   CHECK(kpack::GpuSlug("NVIDIA A100-SXM4-40GB") == "nvidia-a100-sxm4-40gb");
   CHECK(kpack::GpuSlug("  NVIDIA  GeForce RTX 4090 (rev. 2) ") == "nvidia-geforce-rtx-4090-rev-2");
   CHECK(kpack::GpuSlug("../..") == "gpu");
+}
+
+namespace {
+
+// Fixture()'s softmax with two probes (each table's last two rows) and,
+// after each combination's table, its unaligned variant's.
+kpack::TuneResults WithProbesAndVariants() {
+  kpack::TuneResults r = Fixture();
+  r.kernels.pop_back();  // pick
+  kpack::TunedResultKernel& k = r.kernels[0];
+  k.probes = {{8, 368}, {32, 200}};
+  std::vector<kpack::TunedResultTable> tables;
+  for (kpack::TunedResultTable t : k.tables) {
+    t.us.push_back({3.6, 3.0, std::nullopt});
+    t.us.push_back({std::nullopt, std::nullopt, std::nullopt});
+    tables.push_back(t);
+    t.unaligned = true;
+    for (auto& shape : t.us)
+      for (std::optional<double>& us : shape)
+        if (us) *us *= 2;
+    tables.push_back(t);
+  }
+  k.tables = tables;
+  return r;
+}
+
+// A manifest the file above fits (but for its hash): softmax, a Triton
+// kernel with an aligned variant, tuned over rows x cols.
+const char* kSoftmax =
+    "kernel: softmax\n"
+    "language: triton\n"
+    "source: sm.py\n"
+    "entry: sm\n"
+    "constexprs:\n"
+    "  - {name: T, type: dtype, values: [f16, f32]}\n"
+    "  - {name: BLOCK, type: int, values: [256, 512, 1024], auto: \"256\"}\n"
+    "params:\n"
+    "  - {name: x, type: const T*, divisibility: auto}\n"
+    "  - {name: rows, type: i64}\n"
+    "  - {name: cols, type: i64}\n"
+    "launch:\n"
+    "  grid: [rows]\n"
+    "tune:\n"
+    "  key: [rows, cols]\n"
+    "  shapes: {rows: [1, 64], cols: [128, 1024]}\n"
+    "  buffers: {x: rows * cols}\n";
+
+}  // namespace
+
+TEST_CASE("tuning file: probes after each table's results, and the unaligned variant's tables") {
+  const std::string text = kpack::FormatTuningFile(WithProbesAndVariants());
+  CHECK(text.substr(text.find("    tables:\n")) ==
+        "    tables:\n"
+        "      - for: {T: f16}\n"
+        "        results:\n"
+        "          - {rows: 1, cols: 128, best: \"BLOCK=256\", margin: 1.083, us: {\"BLOCK=256\": 2.91, \"BLOCK=512\": "
+        "3.15, \"BLOCK=1024\": 3.9}}\n"
+        "          - {rows: 1, cols: 1024, best: \"BLOCK=512\", margin: 1.250, us: {\"BLOCK=256\": 4, \"BLOCK=512\": "
+        "3.2}}\n"
+        "          - {rows: 64, cols: 128, us: {}}\n"
+        "          - {rows: 64, cols: 1024, best: \"BLOCK=256\", margin: 1.096, us: {\"BLOCK=256\": 10, \"BLOCK=512\": "
+        "12.5, \"BLOCK=1024\": 11}}\n"
+        "        probes:\n"
+        "          - {rows: 8, cols: 368, best: \"BLOCK=512\", margin: 1.200, us: {\"BLOCK=256\": 3.6, \"BLOCK=512\": "
+        "3}}\n"
+        "          - {rows: 32, cols: 200, us: {}}\n"
+        "      - for: {T: f16}\n"
+        "        variant: unaligned\n"
+        "        results:\n"
+        "          - {rows: 1, cols: 128, best: \"BLOCK=256\", margin: 1.083, us: {\"BLOCK=256\": 5.83, \"BLOCK=512\": "
+        "6.31, \"BLOCK=1024\": 7.8}}\n"
+        "          - {rows: 1, cols: 1024, best: \"BLOCK=512\", margin: 1.250, us: {\"BLOCK=256\": 8, \"BLOCK=512\": "
+        "6.4}}\n"
+        "          - {rows: 64, cols: 128, us: {}}\n"
+        "          - {rows: 64, cols: 1024, best: \"BLOCK=256\", margin: 1.096, us: {\"BLOCK=256\": 20.1, \"BLOCK=512\": "
+        "25, \"BLOCK=1024\": 22}}\n"
+        "        probes:\n"
+        "          - {rows: 8, cols: 368, best: \"BLOCK=512\", margin: 1.200, us: {\"BLOCK=256\": 7.2, \"BLOCK=512\": "
+        "6}}\n"
+        "          - {rows: 32, cols: 200, us: {}}\n"
+        "      - for: {T: f32}\n"
+        "        results:\n"
+        "          - {rows: 1, cols: 128, best: \"BLOCK=256\", margin: 1.000, us: {\"BLOCK=256\": 1.5, \"BLOCK=512\": "
+        "1.5, \"BLOCK=1024\": 1.5}}\n"
+        "          - {rows: 1, cols: 1024, best: \"BLOCK=1024\", margin: 21894.022, us: {\"BLOCK=256\": 1235, "
+        "\"BLOCK=512\": 1000, \"BLOCK=1024\": 0.0457}}\n"
+        "          - {rows: 64, cols: 128, best: \"BLOCK=256\", margin: 1.000, us: {\"BLOCK=256\": 7}}\n"
+        "          - {rows: 64, cols: 1024, best: \"BLOCK=256\", margin: 1.500, us: {\"BLOCK=256\": 2, \"BLOCK=512\": 3, "
+        "\"BLOCK=1024\": 4}}\n"
+        "        probes:\n"
+        "          - {rows: 8, cols: 368, best: \"BLOCK=512\", margin: 1.200, us: {\"BLOCK=256\": 3.6, \"BLOCK=512\": "
+        "3}}\n"
+        "          - {rows: 32, cols: 200, us: {}}\n"
+        "      - for: {T: f32}\n"
+        "        variant: unaligned\n"
+        "        results:\n"
+        "          - {rows: 1, cols: 128, best: \"BLOCK=256\", margin: 1.000, us: {\"BLOCK=256\": 3, \"BLOCK=512\": 3, "
+        "\"BLOCK=1024\": 3}}\n"
+        "          - {rows: 1, cols: 1024, best: \"BLOCK=1024\", margin: 21894.022, us: {\"BLOCK=256\": 2469, "
+        "\"BLOCK=512\": 2000, \"BLOCK=1024\": 0.0913}}\n"
+        "          - {rows: 64, cols: 128, best: \"BLOCK=256\", margin: 1.000, us: {\"BLOCK=256\": 14}}\n"
+        "          - {rows: 64, cols: 1024, best: \"BLOCK=256\", margin: 1.500, us: {\"BLOCK=256\": 4, \"BLOCK=512\": 6, "
+        "\"BLOCK=1024\": 8}}\n"
+        "        probes:\n"
+        "          - {rows: 8, cols: 368, best: \"BLOCK=512\", margin: 1.200, us: {\"BLOCK=256\": 7.2, \"BLOCK=512\": "
+        "6}}\n"
+        "          - {rows: 32, cols: 200, us: {}}\n");
+  // A kernel without probes has no probes: key (Fixture's pick and softmax).
+  CHECK(kpack::FormatTuningFile(Fixture()).find("probes") == std::string::npos);
+  CHECK(kpack::FormatTuningFile(Fixture()).find("variant") == std::string::npos);
+  CHECK(kpack::FormatTuningFile(WithProbesAndVariants()) == text);
+}
+
+TEST_CASE("tuning file: what the writer writes, the reader reads back") {
+  kpack::testing::ScratchDir dir;
+  dir.Write("kpack.yaml", "package: kernels\narchs: [sm_90]\nkernels: [k.yaml]\n");
+  dir.Write("k.yaml", kSoftmax);
+  dir.Write("sm.py", "# never read\n");
+  dir.Write("t.yaml", kpack::FormatTuningFile(WithProbesAndVariants()));
+  kpack::Diagnostics diag;
+  std::optional<kpack::Package> pkg = kpack::LoadPackage("kpack.yaml", {}, diag);
+  REQUIRE(pkg);
+  std::optional<kpack::TuningFile> file = kpack::ReadTuningFile("t.yaml", "t.yaml", *pkg, {}, diag);
+  CHECK(diag.Text() == "");
+  REQUIRE(file);
+  REQUIRE(file->kernels.size() == 1);
+  const kpack::TunedKernel& tk = file->kernels[0];
+  CHECK(tk.labels == std::vector<std::string>{"BLOCK=256", "BLOCK=512", "BLOCK=1024"});
+  REQUIRE(tk.tables.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("table " << i);
+    const kpack::TunedTable& t = tk.tables[i];
+    const double scale = i % 2 ? 2 : 1;
+    CHECK(t.unaligned == (i % 2 == 1));
+    CHECK(t.for_text == std::vector<std::pair<std::string, std::string>>{{"T", i < 2 ? "f16" : "f32"}});
+    CHECK(t.ranking.size() == 4);
+    REQUIRE(t.probes.size() == 2);
+    CHECK(t.probes[0].at == std::vector<int64_t>{8, 368});
+    CHECK(t.probes[0].ranking == std::vector<std::pair<size_t, double>>{{1, 3.0 * scale}, {0, 3.6 * scale}});
+    CHECK(t.probes[1].at == std::vector<int64_t>{32, 200});
+    CHECK(t.probes[1].ranking.empty());
+  }
 }

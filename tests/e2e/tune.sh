@@ -10,20 +10,25 @@
 #   a. the tuning file: the winners, times and margins of the cost model,
 #      and kpack build reads it back;
 #   b. the report and the progress lines;
-#   c. the harness's own protocol (--list, --run);
+#   c. the harness's own protocol (--list, --run): the grid's shapes, then
+#      the probe shapes between its values (n = 528 and 4112);
 #   d. errors write nothing and leave an earlier file as it was: a tuner
 #      built from other manifests, buffers beyond the device's free memory
 #      (found before anything is timed), a launch that fails, no SASS for
 #      the device, a --kernel the package does not tune;
-#   e. a second run writes the same bytes.
+#   e. a second run writes the same bytes;
+#   f. with Triton installed (else skipped): a Triton kernel with
+#      `divisibility: auto` params is also timed as its unaligned twin
+#      wherever its as-is launch ran the aligned variant.
 #
-#   tune.sh KPACK CUDA_ROOT SOURCE_ROOT FAKE_CUDA_SO
+#   tune.sh KPACK CUDA_ROOT SOURCE_ROOT FAKE_CUDA_SO [PYTHON]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 kpack=$(realpath "$1")
 cuda_root=$2
 src=$(realpath "$3")
 fake=$(realpath "$4")
+python=${5:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -99,14 +104,16 @@ if build_tuner; then pass "the harness of a package with tune: compiles with -We
 if tune tuning --repeats 5; then pass "kpack tune against the fake driver"; else fail "kpack tune (rc $?)"; fi
 cp log tune.log
 # The cost model's winner at each shape: the BLOCK with the least
-# 2 + 0.01 * ceil(n / BLOCK) + 0.001 * BLOCK.
-expected=$(for n in 256 1024 16384; do
+# 2 + 0.01 * ceil(n / BLOCK) + 0.001 * BLOCK; the grid's shapes, then the
+# probes between them (528, 4112).
+expected=$(for n in 256 1024 16384 528 4112; do
   for b in 64 128 256; do echo "$n $b $(awk -v n=$n -v b=$b 'BEGIN { printf "%.6f", 2 + 0.01 * int((n + b - 1) / b) + 0.001 * b }')"; done |
     sort -k3,3g | head -1 | awk '{ print "n=" $1 " BLOCK=" $2 }'
 done)
-got=$(sed -n 's/^ *- {n: \([0-9]*\), best: "\(BLOCK=[0-9]*\)".*/n=\1 \2/p' "$yaml" | head -3)
+got=$(sed -n 's/^ *- {n: \([0-9]*\), best: "\(BLOCK=[0-9]*\)".*/n=\1 \2/p' "$yaml" | head -5)
 if [ -n "$expected" ] && [ "$got" = "$expected" ] &&
-   [ "$(sed -n 's/^ *- {n: \([0-9]*\), best: "\(BLOCK=[0-9]*\)".*/n=\1 \2/p' "$yaml" | tail -3)" = "$expected" ]; then
+   [ "$(sed -n 's/^ *- {n: \([0-9]*\), best: "\(BLOCK=[0-9]*\)".*/n=\1 \2/p' "$yaml" | tail -5)" = "$expected" ] &&
+   [ "$(grep -c '^        probes:$' "$yaml")" = 2 ]; then
   pass "the winners are the cost model's at every shape, in both tables ($(echo $expected))"
 else
   fail "winners: want '$expected', got '$got'"
@@ -158,8 +165,9 @@ if [ "$(grep -c '<polyline class="candidate"' "$html")" = 6 ] && [ "$(grep -c 'c
 else
   fail "report"
 fi
-if grep -qx 'kpack: tune: NVIDIA A100-SXM4-40GB (sm_80, driver CUDA 13.0): 18 measurements of 1 kernel' tune.log &&
-   grep -qx 'kpack: tune: 0/18 (0%)' tune.log && grep -q '^kpack: tune: 18/18 measured in [0-9.]*s$' tune.log &&
+# 18 at the grid's shapes and 12 at the probes'.
+if grep -qx 'kpack: tune: NVIDIA A100-SXM4-40GB (sm_80, driver CUDA 13.0): 30 measurements of 1 kernel' tune.log &&
+   grep -qx 'kpack: tune: 0/30 (0%)' tune.log && grep -q '^kpack: tune: 30/30 measured in [0-9.]*s$' tune.log &&
    grep -qx "kpack: tune: wrote $yaml and $html" tune.log && ! grep -q $'\r' tune.log; then
   pass "progress on stderr: start, end, no carriage returns when not a terminal"
 else
@@ -169,19 +177,46 @@ fi
 # ---- c. the harness's protocol ----
 ./tiny-tune --list > list.json 2>&1
 hash=$(sed -n 's/.*manifest_hash: //p' "$yaml")
-if grep -qF "{\"kernel\":{\"name\":\"scale\",\"hash\":\"$hash\",\"key\":[\"n\"],\"grid\":[[256,1024,16384]],\"shapes\":3,\"tuned\":[\"BLOCK\"],\"combos\":[\"T=f32\",\"T=f16\"],\"candidates\":[\"BLOCK=64\",\"BLOCK=128\",\"BLOCK=256\"],\"work\":18}}" list.json &&
-   [ "$(tail -1 list.json)" = '{"done":{"kernels":1,"work":18}}' ]; then
-  pass "tuner --list: the kernel's hash, grid, combinations and candidates"
+if grep -qF "{\"kernel\":{\"name\":\"scale\",\"hash\":\"$hash\",\"key\":[\"n\"],\"grid\":[[256,1024,16384]],\"shapes\":3,\"probes\":[[528,4112]],\"probe_shapes\":2,\"unaligned\":false,\"tuned\":[\"BLOCK\"],\"combos\":[\"T=f32\",\"T=f16\"],\"candidates\":[\"BLOCK=64\",\"BLOCK=128\",\"BLOCK=256\"],\"work\":30}}" list.json &&
+   [ "$(tail -1 list.json)" = '{"done":{"kernels":1,"work":30}}' ]; then
+  pass "tuner --list: the kernel's hash, grid, probes, combinations and candidates; no unaligned twins"
 else
   fail "tuner --list: $(cat list.json)"
 fi
 ./tiny-tune --run --repeats 2 --driver "$fake" > run.json 2>&1
-if [ $? = 0 ] && [ "$(grep -c '^{"result":' run.json)" = 18 ] && [ "$(grep -c '^{"progress":' run.json)" = 6 ] &&
-   grep -qx '{"result":{"kernel":"scale","combo":1,"shape":2,"candidate":2,"us":2.896,"launches":38}}' run.json &&
-   head -1 run.json | grep -q '^{"device":{"name":"NVIDIA A100-SXM4-40GB","ordinal":0,"sm":80,"driver":"CUDA 13.0","l2_bytes":41943040,'; then
+if [ $? = 0 ] && [ "$(grep -c '^{"result":' run.json)" = 30 ] && [ "$(grep -c '^{"progress":' run.json)" = 10 ] &&
+   grep -qx '{"result":{"kernel":"scale","combo":1,"shape":2,"variant":0,"candidate":2,"us":2.896,"launches":38}}' run.json &&
+   grep -qx '{"progress":{"kernel":"scale","combo":1,"shape":4,"variant":0}}' run.json &&
+   head -1 run.json | grep -q '^{"device":{"name":"NVIDIA A100-SXM4-40GB","ordinal":0,"sm":80,"driver":"CUDA 13.0","l2_bytes":41943040,"num_sms":108,"free_bytes":[0-9]*,"total_bytes":[0-9]*,"repeats":2,"work":30}}$'; then
   pass "tuner --run: the device, a progress line per shape, a result per measurement"
 else
   fail "tuner --run: $(head -3 run.json)"
+fi
+# Every result's time is the cost model's at its shape's n: shape S < 3 of
+# the grid, then the probes, as --list gives them; each (combination,
+# shape) in order, the grid's first.
+if python3 - list.json run.json > log 2>&1 <<'PY'
+import json, math, sys
+kernel = [json.loads(l)["kernel"] for l in open(sys.argv[1]) if '"kernel"' in l][0]
+ns = kernel["grid"][0] + kernel["probes"][0]
+assert ns == [256, 1024, 16384, 528, 4112], ns
+seen = []
+for line in open(sys.argv[2]):
+    rec = json.loads(line).get("result")
+    if not rec:
+        continue
+    n, block = ns[rec["shape"]], [64, 128, 256][rec["candidate"]]
+    want = 2 + 0.01 * math.ceil(n / block) + 0.001 * block
+    assert abs(rec["us"] - want) < 1e-3, (rec, want)
+    assert rec["variant"] == 0, rec
+    if (rec["combo"], rec["shape"]) not in seen:
+        seen.append((rec["combo"], rec["shape"]))
+assert seen == [(c, s) for c in (0, 1) for s in range(5)], seen
+PY
+then
+  pass "tuner --run: results at the probe shapes (3: n=528, 4: n=4112) after the grid's, at the probes' n"
+else
+  fail "tuner --run at probe shapes"
 fi
 ./tiny-tune --run --kernel nope --driver "$fake" > run.json 2>&1
 if [ $? = 1 ] && [ "$(cat run.json)" = '{"error":"--kernel nope: this tuner has no kernel nope with a tune: section (it has: scale)"}' ]; then
@@ -248,5 +283,107 @@ else
 fi
 cp out/tiny_tune.c first_tune.c
 if build_tuner && cmp -s first_tune.c out/tiny_tune.c; then pass "kpack build --tuner writes the same tables again"; else fail "tables differ"; fi
+
+# ---- f. unaligned twins: a Triton kernel whose launcher runs an aligned
+# variant when x, out and n are multiples of 16 ----
+if ! "$python" -c 'import triton' 2> /dev/null; then
+  echo "Triton is not installed for $python: unaligned twins skipped"
+  finish
+  exit
+fi
+mkdir -p tri/m
+cat > tri/m/kpack.yaml <<'YAML'
+package: tri
+archs: [sm_80]
+kernels: [dbl.yaml]
+YAML
+cat > tri/m/dbl.py <<'PY'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def dbl(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) * 2, mask=mask)
+PY
+# n = 1000 is not a multiple of 16: its as-is launches run the unaligned
+# variant and it has no twin; 256, 16384 and the probes 496 and 4048 do.
+cat > tri/m/dbl.yaml <<'YAML'
+kernel: dbl
+language: triton
+source: dbl.py
+entry: dbl
+variants: each
+constexprs:
+  - {name: T, type: dtype, values: [f16]}
+  - {name: BLOCK, type: int, values: [64, 256], tag: b, auto: "n < 4096 ? 64 : 256"}
+params:
+  - {name: x, type: const T*, divisibility: auto}
+  - {name: out, type: T*, divisibility: auto}
+  - {name: n, type: i32, divisibility: auto}
+launch:
+  grid: ["cdiv(n, BLOCK)"]
+tune:
+  key: [n]
+  shapes: {n: [256, 1000, 16384]}
+  buffers: {x: n, out: n}
+YAML
+build_tri() {
+  (cd tri &&
+    "$kpack" build m/kpack.yaml --header out/tri.h --launcher out/tri.c --asm out/tri.S --work-dir work \
+      --tuner out/tri_tune.c --cuda-root "$cuda_root" --python "$python" --quiet &&
+    cc -c out/tri.S -o out/tri_fatbins.o &&
+    cc -std=c11 -Wall -Wextra -Werror -I"$src/runtime" -Iout -c out/tri.c -o out/tri_launch.o &&
+    cc -std=c11 -Wall -Wextra -Werror -I"$src/runtime" -I"$src/compiler" -Iout -c out/tri_tune.c -o out/tri_tune.o &&
+    cc -o tri-tune ../out/tune_main.o out/tri_tune.o out/tri_launch.o out/tri_fatbins.o ../out/kpack_runtime.o \
+      ../out/driver.o ../out/errors.o -ldl -lpthread -lm) > log 2>&1
+}
+if build_tri; then pass "the harness of a Triton kernel with aligned variants compiles with -Werror and links"; else fail "build the Triton harness"; finish; exit; fi
+./tri/tri-tune --list > tri/list.json 2>&1
+./tri/tri-tune --run --repeats 2 --driver "$fake" > tri/run.json 2>&1; rc=$?
+if [ $rc = 0 ] && python3 - tri/list.json tri/run.json > log 2>&1 <<'PY'
+import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+kernel = [l["kernel"] for l in lines if "kernel" in l][0]
+assert kernel["unaligned"] is True and kernel["probe_shapes"] == 2, kernel
+ns = kernel["grid"][0] + kernel["probes"][0]
+assert ns == [256, 1000, 16384, 496, 4048], ns
+twin = [n % 16 == 0 for n in ns]
+# Both candidates at every shape, again as the twin where aligned.
+assert kernel["work"] == sum(2 * (2 if t else 1) for t in twin), kernel
+assert lines[-1] == {"done": {"kernels": 1, "work": kernel["work"]}}, lines[-1]
+run = [json.loads(l) for l in open(sys.argv[2])]
+assert run[0]["device"]["work"] == kernel["work"], run[0]
+assert run[-1] == {"done": {"results": kernel["work"]}}, run[-1]
+# Per shape: the as-is launches (variant 0 where aligned, else 1), then
+# the twin (variant 1) of an aligned one, each after its progress line,
+# each candidate at the time of the cost model (128 threads a block).
+want, got = [], []
+for s, n in enumerate(ns):
+    for v in ([0, 1] if twin[s] else [1]):
+        want.append(("progress", s, v))
+        for c, block in enumerate([64, 256]):
+            want.append(("result", s, v, c, round(2 + 0.01 * math.ceil(n / block) + 0.128, 3)))
+for rec in run[1:-1]:
+    (kind, body), = rec.items()
+    assert body["kernel"] == "dbl" and body["combo"] == 0, rec
+    key = (kind, body["shape"], body["variant"])
+    got.append(key + ((body["candidate"], round(body["us"], 3)) if kind == "result" else ()))
+assert got == want, (got, want)
+PY
+then
+  pass "a Triton kernel: aligned shapes timed as-is (variant 0) and as the unaligned twin (variant 1), others as-is (1)"
+else
+  fail "unaligned twins (rc $rc): $(head -3 tri/run.json)"
+fi
+(cd tri && "$kpack" tune m/kpack.yaml --tuner ./tri-tune -o tuning --driver "$fake" --repeats 3) > log 2>&1; rc=$?
+if [ $rc = 0 ] && grep -qx 'kpack: tune: NVIDIA A100-SXM4-40GB (sm_80, driver CUDA 13.0): 18 measurements of 1 kernel' log &&
+   grep -qx '        variant: unaligned' tri/tuning/nvidia-a100-sxm4-40gb.yaml; then
+  pass "kpack tune reads the twins' lines: a table of the unaligned variant"
+else
+  fail "kpack tune of the Triton kernel (rc $rc)"
+fi
 
 finish

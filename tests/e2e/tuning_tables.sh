@@ -60,9 +60,9 @@ project/tuning/nvidia-a100-sxm4-80gb.yaml:11:20: warning: scale's tuning for NVI
 [ "$rc" -eq 0 ] && [ "$(cat log)" = "$expected" ] &&
   pass "--allow-stale-tuning: a warning per file, and the build goes on" ||
   fail "--allow-stale-tuning: status $rc, output: $(cat log)"
-# scale's tables are gone (pick's stay).
-[ "$(grep -c 'kpack_tuning_select(' out/tk_launch.c)" = 1 ] &&
-  grep -q 'kpack_tuning_select("pick_auto"' out/tk_launch.c &&
+# scale's tables are gone (pick's and rows's stay).
+[ "$(grep -c 'kpack_tuning_select(' out/tk_launch.c)" = 2 ] &&
+  grep -q 'kpack_tuning_select("pick_auto"' out/tk_launch.c && grep -q 'kpack_tuning_select("rows_auto"' out/tk_launch.c &&
   pass "the stale kernel's auto dispatcher is the rules'" || fail "stale tables still generated"
 "$kpack" inspect out/tk.json > inspect.txt 2>&1
 grep -q '^  NVIDIA H100 80GB HBM3 (sm_90) (tuning/nvidia-h100-80gb-hbm3.yaml): stale (its manifest changed); the rules decide there$' inspect.txt &&

@@ -114,6 +114,76 @@ TEST_CASE("scale_auto on an H100 launches its table's minimax pick for the call'
   CHECK(fake.count("cuDeviceGetAttribute") == 0);
 }
 
+// Calls tk_rows_auto with x at `x` and returns the launch's grid width:
+// cdiv(n, BLOCK) tells the BLOCK it chose.
+unsigned RunRows(const FakeDriver& fake, uintptr_t x, int64_t n) {
+  REQUIRE(tk_rows_auto(nullptr, KPACK_DTYPE_F16, reinterpret_cast<const void*>(x), Out(), n) == KPACK_SUCCESS);
+  fake_cuda_launch l{};
+  REQUIRE(fake->last_launch(&l) == 1);
+  return l.grid[0];
+}
+
+TEST_CASE("rows_auto reads the table of the variant its launcher runs, and the probes decide between grid values",
+          "[generated]") {
+  FakeDriver fake;
+  OneDevice(fake, kH100, 9, 0);
+  // The aligned table (x, out and n multiples of 16): BLOCK 1024 at n 1024,
+  // 4096 at 16384, and between them 1024, which the probe at 4112 (where
+  // 4096 is 1.5x) chose over 4096 (1.2x at the grid's shapes alone).
+  const uintptr_t aligned = 0x10000, off = 0x10002;
+  CHECK(RunRows(fake, aligned, 1024) == 1);
+  CHECK(RunRows(fake, aligned, 2048) == 2);     // BLOCK 1024
+  CHECK(RunRows(fake, aligned, 5008) == 5);     // BLOCK 1024
+  CHECK(RunRows(fake, aligned, 16368) == 16);   // BLOCK 1024, just below the grid's end
+  CHECK(RunRows(fake, aligned, 16384) == 4);    // BLOCK 4096
+  CHECK(RunRows(fake, aligned, 100000) == 25);  // beyond: 16384's
+  // Unaligned (x off by one element, or n not a multiple of 16): BLOCK
+  // 4096 everywhere.
+  CHECK(RunRows(fake, off, 2048) == 1);
+  CHECK(RunRows(fake, off, 5008) == 2);
+  CHECK(RunRows(fake, aligned, 5000) == 2);
+  CHECK(RunRows(fake, aligned, 2049) == 1);
+  CHECK(RunRows(fake, off, 16384) == 4);
+  // The A100 has no table for rows: the rules (4096), either variant.
+  fake->set_device_name(0, kA100);
+  fake->set_compute_capability(0, 8, 0);
+  kpack_unload_all();
+  CHECK(RunRows(fake, aligned, 5008) == 2);
+  CHECK(RunRows(fake, off, 5008) == 2);
+}
+
+TEST_CASE("a tuned auto dispatcher's launch asks cuCtxGetDevice once, and leaves no device behind", "[generated]") {
+  FakeDriver fake;
+  fake->set_device_count(2);
+  for (int d = 0; d < 2; ++d) {
+    fake->set_device_name(d, kH100);
+    fake->set_compute_capability(d, 9, 0);
+  }
+  // The first calls load the driver, the module and the tuning's choice.
+  RunScale(fake, KPACK_DTYPE_F16, 1, 1024);
+  REQUIRE(tk_scale(nullptr, KPACK_DTYPE_F16, 256, 0, X(), Out(), 1, 1024) == KPACK_SUCCESS);
+  unsigned long long before = fake.count("cuCtxGetDevice");
+  CHECK(RunScale(fake, KPACK_DTYPE_F16, 1, 1024) == Scale(KPACK_DTYPE_F16, 256, false));
+  CHECK(fake.count("cuCtxGetDevice") - before == 1);  // the typed launcher's own: 1 too
+  before = fake.count("cuCtxGetDevice");
+  REQUIRE(tk_scale(nullptr, KPACK_DTYPE_F16, 256, 0, X(), Out(), 1, 1024) == KPACK_SUCCESS);
+  CHECK(fake.count("cuCtxGetDevice") - before == 1);
+  // Calls that launch nothing (no rows; a dtype not built) drop the
+  // device they found: the next launch, from device 1, asks and runs there.
+  REQUIRE(tk_scale_auto(nullptr, KPACK_DTYPE_F16, X(), Out(), 0, 1024) == KPACK_SUCCESS);
+  fake->set_current_device(1);
+  REQUIRE(tk_scale(nullptr, KPACK_DTYPE_F16, 256, 0, X(), Out(), 1, 1024) == KPACK_SUCCESS);
+  fake_cuda_launch l{};
+  REQUIRE(fake->last_launch(&l) == 1);
+  CHECK(l.device == 1);
+  fake->set_current_device(0);
+  CHECK(tk_scale_auto(nullptr, KPACK_DTYPE_BF16, X(), Out(), 1, 1024) == KPACK_ERROR_NO_SPECIALIZATION);
+  fake->set_current_device(1);
+  REQUIRE(tk_scale(nullptr, KPACK_DTYPE_F16, 256, 0, X(), Out(), 1, 1024) == KPACK_SUCCESS);
+  REQUIRE(fake->last_launch(&l) == 1);
+  CHECK(l.device == 1);
+}
+
 TEST_CASE("scale_auto: at, just off and between the grid values", "[generated]") {
   FakeDriver fake;
   OneDevice(fake, kH100, 9, 0);

@@ -173,9 +173,73 @@ kpack_status tk_pick_t32(kpack_stream stream, float *out, int32_t len);
 kpack_status tk_pick_t64(kpack_stream stream, float *out, int32_t len);
 
 
+/* ==== rows ==============================================================
+ *
+ * A tuned Triton kernel whose launcher runs an aligned variant when x, out and n are multiples of 16: the H100's file has a table of each variant (variant: unaligned) and a probe between its grid's values in each.
+ *
+ * Source: rows.py (Triton entry scale_rows), built for sm_80,sm_90a.
+ * Launch: grid (cdiv(n, BLOCK)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * Variants: each specialization is built twice, with and without these
+ * params hinted divisible by 16 (pointers: 16-byte aligned):
+ *   x, out and n.
+ * The launcher runs the hinted build when every one of them is, as
+ * Triton's JIT does, else the other; each is loaded on its first launch.
+ */
+
+/* One built combination of rows's constexprs. */
+typedef struct tk_rows_config {
+  kpack_dtype T;
+  int BLOCK;
+} tk_rows_config;
+
+/* The number of built specializations of rows. */
+#define TK_ROWS_NUM_CONFIGS 2
+
+/* Every built combination, in manifest order; pass one to tk_rows(). */
+extern const tk_rows_config tk_rows_configs[TK_ROWS_NUM_CONFIGS];
+
+/*
+ * Launches rows with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_F16.
+ * BLOCK: one of 1024, 4096.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (2 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status tk_rows(kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, void *out, int64_t n);
+
+/*
+ * Launches rows as tk_rows() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK = 4096
+ * Where a tuning file (kpack tune) of the package has a decision table for
+ * this kernel on the calling thread's device (its model, else its sm), the
+ * table chooses them instead: the candidate, valid for this call, whose worst
+ * slowdown over the tuned shapes that enclose this call's n is least
+ * (docs/tuning.md).
+ * The other arguments are tk_rows()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what tk_rows() returns.
+ */
+kpack_status tk_rows_auto(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t n);
+
+/* rows with T=f16, BLOCK=1024; SASS for sm_80,sm_90a. */
+kpack_status tk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f16 *out, int64_t n);
+
+/* rows with T=f16, BLOCK=4096; SASS for sm_80,sm_90a. */
+kpack_status tk_rows_f16_b4096(kpack_stream stream, const kpack_f16 *x, kpack_f16 *out, int64_t n);
+
+
 /* ==== package ========================================================== */
 
-/* Returns the number of specializations in the package (13). Never fails. */
+/* Returns the number of specializations in the package (15). Never fails. */
 size_t tk_num_specializations(void);
 
 /*

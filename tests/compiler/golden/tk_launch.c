@@ -55,10 +55,21 @@ static kpack_status kpack_check_geometry_(const char *name, int bad, const int64
   return KPACK_SUCCESS;
 }
 
+/* One build of a specialization: what its typed launcher passes when a call
+   runs it (Triton decides the block and shared memory of each build). */
+typedef struct kpack_build_ {
+  const kpack_kernel *kernel;
+  uint32_t block_x;
+  uint32_t smem;
+  int narrow; /* width: auto params go as 32-bit copies */
+  int ones;   /* equal_to_1 params are constants of the build: not passed */
+} kpack_build_;
+
 /* The fatbins, in specialization order (tk_fatbins.S). */
 extern const kpack_blob tk_kpack_blobs[];
 
 static const uint32_t kpack_archs_0[] = {80, 90};  /* sm_80,sm_90 */
+static const uint32_t kpack_archs_1[] = {80, 90 | KPACK_ARCH_SPECIFIC};  /* sm_80,sm_90a */
 
 static kpack_kernel_state kpack_state_0;
 static const kpack_kernel kpack_spec_0 = {
@@ -150,6 +161,34 @@ static const kpack_kernel kpack_spec_12 = {
     "kpack_tk_pick_t64", &tk_kpack_blobs[12],
     kpack_archs_0, 2, NULL, 0,
     "sm_80,sm_90", "", "release", &kpack_state_12};
+
+static kpack_kernel_state kpack_state_13;
+static const kpack_kernel kpack_spec_13 = {
+    1, "tunedpkg", "rows", "rows_f16_b1024",
+    "scale_rows", &tk_kpack_blobs[13],
+    kpack_archs_1, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_13};
+
+static kpack_kernel_state kpack_state_14;
+static const kpack_kernel kpack_spec_14 = {
+    1, "tunedpkg", "rows", "rows_f16_b4096",
+    "scale_rows", &tk_kpack_blobs[14],
+    kpack_archs_1, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_14};
+
+static kpack_kernel_state kpack_state_15;
+static const kpack_kernel kpack_spec_15 = {
+    1, "tunedpkg", "rows", "rows_f16_b1024 (aligned variant)",
+    "scale_rows", &tk_kpack_blobs[15],
+    kpack_archs_1, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_15};
+
+static kpack_kernel_state kpack_state_16;
+static const kpack_kernel kpack_spec_16 = {
+    1, "tunedpkg", "rows", "rows_f16_b4096 (aligned variant)",
+    "scale_rows", &tk_kpack_blobs[16],
+    kpack_archs_1, 2, NULL, 0,
+    "sm_80,sm_90a", "", "release", &kpack_state_16};
 
 const tk_scale_config tk_scale_configs[TK_SCALE_NUM_CONFIGS] = {
     {KPACK_DTYPE_F16, 128, 1},
@@ -369,7 +408,7 @@ kpack_status tk_scale(kpack_stream stream, kpack_dtype T, int BLOCK, int WIDE, c
   }
 }
 
-kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t rows, uint32_t n) {
+static kpack_status kpack_scale_auto_body_(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t rows, uint32_t n) {
   /* The choice of the decision tables (kpack tune; docs/tuning.md), where a
      tuning applies to this device, it has a table for this combination and
      a candidate of this call's region cell is valid; else the rules. */
@@ -386,8 +425,10 @@ kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, vo
       /* The candidates: values of BLOCK, WIDE. */
       static const int kpack_candidates[6][2] = {{128, 1}, {128, 0}, {256, 0}, {512, 0}, {512, 1}, {256, 1}};
       /* Per tuning and combination, the ranking of each region cell (rows x n: 5 x 7),
-         best first by the worst slowdown over the tuned shapes enclosing
-         the cell, as far as the first candidate whose valid always holds;
+         best first by the worst slowdown over the shapes measured in the
+         cell (else in its grid cell: the tuned shapes enclosing it and the
+         probes inside), as far as the first candidate whose valid always
+         holds;
          255 ends one. */
       static const uint8_t kpack_ranks[105][3] = {
           /* NVIDIA H100 80GB HBM3 (sm_90), T=f16 */
@@ -409,15 +450,16 @@ kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, vo
           {5, 2, 255}, {5, 2, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255},
           {1, 255, 255}, {1, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {2, 255, 255}, {5, 2, 255},
       };
-      /* Per key, the call's region of its grid g0 < g1 < ...: 2i where it
-         equals gi (or lies beyond the grid's end), 2i + 1 strictly between
-         gi and g(i+1). */
+      /* Per key, the call's region of its grid's and probes' values
+         g0 < g1 < ...: 2i where it equals gi (or lies beyond the last),
+         2i + 1 strictly between gi and g(i+1). */
       const size_t kpack_cell = (size_t)((rows > 1) + (rows >= 64) + (rows > 64) + (rows >= 4096)) * 7 + (size_t)((n > 128u) + (n >= 1024u) + (n > 1024u) + (n >= 8192u) + (n > 8192u) + (n >= 65536u));
       int kpack_pick = -1;
       if (T == KPACK_DTYPE_F16) {
         static const int32_t kpack_first[2] = {0, 35};  /* per tuning, its table's first row; -1: none */
-        if (kpack_first[kpack_tuning] >= 0) {
-          const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];
+        const int32_t kpack_row = kpack_first[kpack_tuning];
+        if (kpack_row >= 0) {
+          const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_row + kpack_cell];
           /* The first candidate whose valid holds here (!(WIDE && BLOCK == 128) && (BLOCK * sizeof(T) <= 512 || n >= 1024)); one that fails (division by zero, overflow) does not. */
           for (size_t kpack_i = 0; kpack_i < 3 && kpack_pick < 0 && kpack_rank[kpack_i] != 255; ++kpack_i) {
             int64_t kpack_valid = 1;
@@ -437,8 +479,9 @@ kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, vo
         }
       } else if (T == KPACK_DTYPE_F32) {
         static const int32_t kpack_first[2] = {70, -1};  /* per tuning, its table's first row; -1: none */
-        if (kpack_first[kpack_tuning] >= 0) {
-          const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];
+        const int32_t kpack_row = kpack_first[kpack_tuning];
+        if (kpack_row >= 0) {
+          const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_row + kpack_cell];
           /* The first candidate whose valid holds here (!(WIDE && BLOCK == 128) && (BLOCK * sizeof(T) <= 512 || n >= 1024)); one that fails (division by zero, overflow) does not. */
           for (size_t kpack_i = 0; kpack_i < 3 && kpack_pick < 0 && kpack_rank[kpack_i] != 255; ++kpack_i) {
             int64_t kpack_valid = 1;
@@ -467,6 +510,13 @@ kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, vo
   BLOCK = 256;
   WIDE = (int64_t)((int64_t)n >= 256);
   return tk_scale(stream, T, (int)BLOCK, (int)WIDE, x, out, rows, n);
+}
+
+kpack_status tk_scale_auto(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t rows, uint32_t n) {
+  const kpack_status kpack_st = kpack_scale_auto_body_(stream, T, x, out, rows, n);
+  /* The launch took the device kpack_tuning_select found, or none was made. */
+  kpack_device_hint_clear();
+  return kpack_st;
 }
 
 const tk_pick_config tk_pick_configs[TK_PICK_NUM_CONFIGS] = {
@@ -533,7 +583,7 @@ kpack_status tk_pick(kpack_stream stream, int TILE, float *out, int32_t len) {
   }
 }
 
-kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
+static kpack_status kpack_pick_auto_body_(kpack_stream stream, float *out, int32_t len) {
   /* The choice of the decision tables (kpack tune; docs/tuning.md), where a
      tuning applies to this device, it has a table for this combination and
      a candidate of this call's region cell is valid; else the rules. */
@@ -550,8 +600,10 @@ kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
       /* The candidates: values of TILE. */
       static const int kpack_candidates[3][1] = {{16}, {32}, {64}};
       /* Per tuning and combination, the ranking of each region cell (len: 39),
-         best first by the worst slowdown over the tuned shapes enclosing
-         the cell, as far as the first candidate whose valid always holds;
+         best first by the worst slowdown over the shapes measured in the
+         cell (else in its grid cell: the tuned shapes enclosing it and the
+         probes inside), as far as the first candidate whose valid always
+         holds;
          255 ends one. */
       static const uint8_t kpack_ranks[39][1] = {
           /* NVIDIA H100 80GB HBM3 (sm_90) */
@@ -561,9 +613,9 @@ kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
           {1}, {2}, {0}, {0}, {0}, {1}, {1}, {2}, {0},
           {0}, {0}, {1},
       };
-      /* Per key, the call's region of its grid g0 < g1 < ...: 2i where it
-         equals gi (or lies beyond the grid's end), 2i + 1 strictly between
-         gi and g(i+1). */
+      /* Per key, the call's region of its grid's and probes' values
+         g0 < g1 < ...: 2i where it equals gi (or lies beyond the last),
+         2i + 1 strictly between gi and g(i+1). */
       size_t kpack_at_len;
       {
         static const int32_t kpack_grid[20] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288};
@@ -587,8 +639,9 @@ kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
       const size_t kpack_cell = kpack_at_len;
       int kpack_pick = -1;
       static const int32_t kpack_first[1] = {0};  /* per tuning, its table's first row; -1: none */
-      if (kpack_first[kpack_tuning] >= 0) {
-        const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_first[kpack_tuning] + kpack_cell];
+      const int32_t kpack_row = kpack_first[kpack_tuning];
+      if (kpack_row >= 0) {
+        const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_row + kpack_cell];
         if (kpack_rank[0] != 255)
           kpack_pick = (int)kpack_rank[0];
       }
@@ -602,7 +655,147 @@ kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
   return tk_pick(stream, (int)TILE, out, len);
 }
 
-static const kpack_kernel *const kpack_all_[13] = {
+kpack_status tk_pick_auto(kpack_stream stream, float *out, int32_t len) {
+  const kpack_status kpack_st = kpack_pick_auto_body_(stream, out, len);
+  /* The launch took the device kpack_tuning_select found, or none was made. */
+  kpack_device_hint_clear();
+  return kpack_st;
+}
+
+const tk_rows_config tk_rows_configs[TK_ROWS_NUM_CONFIGS] = {
+    {KPACK_DTYPE_F16, 1024},
+    {KPACK_DTYPE_F16, 4096},
+};
+
+kpack_status tk_rows_f16_b1024(kpack_stream stream, const kpack_f16 *x, kpack_f16 *out, int64_t n) {
+  void *kpack_scratch[2] = {NULL};
+  int kpack_bad = 0;
+  /* The aligned variant when every divisibility: auto param (x, out and n) is a multiple of 16. */
+  const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0;
+  const int kpack_base = 0;
+  static const kpack_build_ kpack_builds[1][2] = {
+      {{&kpack_spec_13, 128, 0, 0, 0}, {&kpack_spec_15, 128, 0, 0, 0}}};
+  const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned ? 1 : 0)];
+  const int64_t kpack_grid[3] = {kpack_cdiv_((int64_t)n, 1024, &kpack_bad), 1, 1};
+  const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
+  const int64_t kpack_smem = kpack_b->smem;
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&n, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  kpack_status kpack_st = kpack_check_geometry_("rows_f16_b1024", kpack_bad, kpack_grid, kpack_block, kpack_smem);
+  if (kpack_st != KPACK_SUCCESS) return kpack_st;
+  return kpack_launch(kpack_b->kernel, stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
+                      (uint32_t)kpack_smem, kpack_args);
+}
+
+kpack_status tk_rows_f16_b4096(kpack_stream stream, const kpack_f16 *x, kpack_f16 *out, int64_t n) {
+  void *kpack_scratch[2] = {NULL};
+  int kpack_bad = 0;
+  /* The aligned variant when every divisibility: auto param (x, out and n) is a multiple of 16. */
+  const int kpack_aligned = (((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0;
+  const int kpack_base = 0;
+  static const kpack_build_ kpack_builds[1][2] = {
+      {{&kpack_spec_14, 128, 0, 0, 0}, {&kpack_spec_16, 128, 0, 0, 0}}};
+  const kpack_build_ *kpack_b = &kpack_builds[kpack_base][(kpack_aligned ? 1 : 0)];
+  const int64_t kpack_grid[3] = {kpack_cdiv_((int64_t)n, 4096, &kpack_bad), 1, 1};
+  const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};
+  const int64_t kpack_smem = kpack_b->smem;
+  void *kpack_args[] = {(void *)&x, (void *)&out, (void *)&n, (void *)&kpack_scratch[0], (void *)&kpack_scratch[1]};
+  kpack_status kpack_st = kpack_check_geometry_("rows_f16_b4096", kpack_bad, kpack_grid, kpack_block, kpack_smem);
+  if (kpack_st != KPACK_SUCCESS) return kpack_st;
+  return kpack_launch(kpack_b->kernel, stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],
+                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],
+                      (uint32_t)kpack_smem, kpack_args);
+}
+
+kpack_status tk_rows(kpack_stream stream, kpack_dtype T, int BLOCK, const void *x, void *out, int64_t n) {
+  switch (T) {
+    case KPACK_DTYPE_F16:
+      switch (BLOCK) {
+        case 1024:
+          return tk_rows_f16_b1024(stream, (const kpack_f16 *)x, (kpack_f16 *)out, n);
+        case 4096:
+          return tk_rows_f16_b4096(stream, (const kpack_f16 *)x, (kpack_f16 *)out, n);
+        default:
+          break;
+      }
+      break;
+    default:
+      break;
+  }
+  {
+    static const char *const kpack_names[2] = {"T", "BLOCK"};
+    static const int kpack_kinds[2] = {KPACK_CONSTEXPR_DTYPE, KPACK_CONSTEXPR_INT};
+    const int64_t kpack_values[2] = {(int64_t)T, (int64_t)BLOCK};
+    return kpack_fail_no_specialization("rows", "T=f16 BLOCK=1024, T=f16 BLOCK=4096", 2, kpack_names, kpack_kinds, kpack_values);
+  }
+}
+
+static kpack_status kpack_rows_auto_body_(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t n) {
+  /* The choice of the decision tables (kpack tune; docs/tuning.md), where a
+     tuning applies to this device, it has a table for this combination and
+     a candidate of this call's region cell is valid; else the rules. */
+  {
+    /* The tunings with tables for rows, in the package file's order. */
+    static const char *const kpack_gpus[1] = {"NVIDIA H100 80GB HBM3"};
+    static const int kpack_sms[1] = {90};
+    static kpack_tuning_set kpack_tunings = {1, kpack_gpus, kpack_sms, {0}, NULL, 0};
+    int kpack_tuning = -1;
+    kpack_status kpack_tuning_st = kpack_tuning_select("rows_auto", &kpack_tunings, &kpack_tuning);
+    if (kpack_tuning_st != KPACK_SUCCESS)
+      return kpack_tuning_st;
+    if (kpack_tuning >= 0) {
+      /* The candidates: values of BLOCK. */
+      static const int kpack_candidates[2][1] = {{1024}, {4096}};
+      /* Per tuning and combination, the ranking of each region cell (n: 5),
+         best first by the worst slowdown over the shapes measured in the
+         cell (else in its grid cell: the tuned shapes enclosing it and the
+         probes inside), as far as the first candidate whose valid always
+         holds;
+         255 ends one. */
+      static const uint8_t kpack_ranks[10][1] = {
+          /* NVIDIA H100 80GB HBM3 (sm_90), T=f16 */
+          {0}, {0}, {0}, {0}, {1},
+          /* NVIDIA H100 80GB HBM3 (sm_90), T=f16, unaligned variant */
+          {1}, {1}, {1}, {1}, {1},
+      };
+      /* Per key, the call's region of its grid's and probes' values
+         g0 < g1 < ...: 2i where it equals gi (or lies beyond the last),
+         2i + 1 strictly between gi and g(i+1). */
+      const size_t kpack_cell = (size_t)((n > 1024) + (n >= 4112) + (n > 4112) + (n >= 16384));
+      /* The launcher's variant, whose own tables apply: aligned (0) when
+         every divisibility: auto param (x, out and n) is a multiple of 16;
+         else unaligned (1). */
+      const int kpack_variant = ((((uint64_t)(uintptr_t)x | (uint64_t)(uintptr_t)out | (uint64_t)n) & 15) == 0) ? 0 : 1;
+      int kpack_pick = -1;
+      if (T == KPACK_DTYPE_F16) {
+        /* Per tuning, the first row of its table of the aligned and of the
+           unaligned variant; -1: none (an unaligned call then reads the aligned one). */
+        static const int32_t kpack_first[1][2] = {{0, 5}};
+        const int32_t kpack_row = kpack_first[kpack_tuning][kpack_variant] >= 0 ? kpack_first[kpack_tuning][kpack_variant] : kpack_first[kpack_tuning][0];
+        if (kpack_row >= 0) {
+          const uint8_t *kpack_rank = kpack_ranks[(size_t)kpack_row + kpack_cell];
+          if (kpack_rank[0] != 255)
+            kpack_pick = (int)kpack_rank[0];
+        }
+      }
+      if (kpack_pick >= 0)
+        return tk_rows(stream, T, kpack_candidates[kpack_pick][0], x, out, n);
+    }
+  }
+  /* The auto constexprs, in the order their rules read each other. */
+  int64_t BLOCK = 0;
+  BLOCK = 4096;
+  return tk_rows(stream, T, (int)BLOCK, x, out, n);
+}
+
+kpack_status tk_rows_auto(kpack_stream stream, kpack_dtype T, const void *x, void *out, int64_t n) {
+  const kpack_status kpack_st = kpack_rows_auto_body_(stream, T, x, out, n);
+  /* The launch took the device kpack_tuning_select found, or none was made. */
+  kpack_device_hint_clear();
+  return kpack_st;
+}
+
+static const kpack_kernel *const kpack_all_[15] = {
     &kpack_spec_0,
     &kpack_spec_1,
     &kpack_spec_2,
@@ -616,14 +809,27 @@ static const kpack_kernel *const kpack_all_[13] = {
     &kpack_spec_10,
     &kpack_spec_11,
     &kpack_spec_12,
+    &kpack_spec_13,
+    &kpack_spec_14,
 };
 
-size_t tk_num_specializations(void) { return 13; }
+/* The other builds of each specialization (computed values, variants):
+   kpack_others_[kpack_others_at_[i]] up to kpack_others_at_[i + 1]. */
+static const kpack_kernel *const kpack_others_[2] = {
+    &kpack_spec_15,
+    &kpack_spec_16,
+};
+static const uint32_t kpack_others_at_[15 + 1] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2};
+
+size_t tk_num_specializations(void) { return 15; }
 
 kpack_status tk_specialization_info(size_t index, kpack_spec_info *info) {
-  if (index >= 13)
-    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "tk_specialization_info: index %zu >= 13", index);
-  return kpack_describe(kpack_all_[index], info);
+  if (index >= 15)
+    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT, "tk_specialization_info: index %zu >= 15", index);
+  kpack_status kpack_st = kpack_describe(kpack_all_[index], info);
+  for (uint32_t b = kpack_others_at_[index]; kpack_st == KPACK_SUCCESS && b < kpack_others_at_[index + 1]; ++b)
+    info->fatbin_size += kpack_others_[b]->fatbin->size;
+  return kpack_st;
 }
 
 kpack_status tk_build_info(kpack_build_info *info) {
@@ -633,7 +839,7 @@ kpack_status tk_build_info(kpack_build_info *info) {
   info->kpack_version = "0.1.0";
   info->abi_version = 1;
   info->build_mode = "release";
-  info->num_specializations = 13;
+  info->num_specializations = 15;
   info->num_debug_specializations = 0;
   if (kpack_abi_version() != 1)
     return kpack_fail(KPACK_ERROR_ABI_MISMATCH, "tk_build_info: generated for kpack ABI 1, but the linked runtime implements ABI %d", kpack_abi_version());

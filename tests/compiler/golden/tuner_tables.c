@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-_Static_assert(KPACK_TUNE_ABI == 2, "generated for kpack_tune.h ABI 2: use the kpack_tune_main.c and kpack_tune.h of the kpack that generated it");
+_Static_assert(KPACK_TUNE_ABI == 3, "generated for kpack_tune.h ABI 3: use the kpack_tune_main.c and kpack_tune.h of the kpack that generated it");
 
 /* Checked 64-bit arithmetic of the tune expressions (expr.h): overflow,
    division by zero and log2 of x <= 0 set *bad. */
@@ -81,12 +81,17 @@ static const char *const kpack_tune_k0_key[2] = {"rows", "cols"};
 static const int kpack_tune_k0_key_params[2] = {4, 5};
 static const int kpack_tune_k0_grid_sizes[2] = {2, 2};
 static const int64_t *const kpack_tune_k0_grid[2] = {kpack_tune_k0_grid_0, kpack_tune_k0_grid_1};
+/* Probe values between the grid's, per key (tune_probe.h): 1 probe shape. */
+static const int64_t kpack_tune_k0_probes_0[1] = {80};
+static const int64_t kpack_tune_k0_probes_1[1] = {2064};
+static const int kpack_tune_k0_probe_sizes[2] = {1, 1};
+static const int64_t *const kpack_tune_k0_probes[2] = {kpack_tune_k0_probes_0, kpack_tune_k0_probes_1};
 static const char *const kpack_tune_k0_tuned[2] = {"BLOCK", "VEC"};
 static const char *const kpack_tune_k0_combos[3] = {"T=f32", "T=f16", "T=bf16"};
 static const char *const kpack_tune_k0_candidates[4] = {"BLOCK=128 VEC=true", "BLOCK=128 VEC=false", "BLOCK=256 VEC=true", "BLOCK=256 VEC=false"};
 /* [combination * 4 + candidate]: built */
 static const unsigned char kpack_tune_k0_built[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
-static const kpack_tune_buffer kpack_tune_k0_buffers[4] = {{"x", 0, KPACK_TUNE_FILL_DEFAULT}, {"w", 1, KPACK_TUNE_FILL_RANDOM}, {"idx", 2, KPACK_TUNE_FILL_RANGE}, {"out", 3, KPACK_TUNE_FILL_ZERO}};
+static const kpack_tune_buffer kpack_tune_k0_buffers[4] = {{"x", 0, KPACK_TUNE_FILL_DEFAULT, 0}, {"w", 1, KPACK_TUNE_FILL_RANDOM, 0}, {"idx", 2, KPACK_TUNE_FILL_RANGE, 0}, {"out", 3, KPACK_TUNE_FILL_ZERO, 0}};
 /* [combination * 4 + buffer]: the element type */
 static const kpack_dtype kpack_tune_k0_elements[12] = {KPACK_DTYPE_F32, KPACK_DTYPE_F32, KPACK_DTYPE_I32, KPACK_DTYPE_F32, KPACK_DTYPE_F16, KPACK_DTYPE_F32, KPACK_DTYPE_I32, KPACK_DTYPE_F16, KPACK_DTYPE_BF16, KPACK_DTYPE_F32, KPACK_DTYPE_I32, KPACK_DTYPE_BF16};
 
@@ -216,12 +221,16 @@ static const char *const kpack_tune_k1_key[1] = {"n"};
 static const int kpack_tune_k1_key_params[1] = {3};
 static const int kpack_tune_k1_grid_sizes[1] = {2};
 static const int64_t *const kpack_tune_k1_grid[1] = {kpack_tune_k1_grid_0};
+/* Probe values between the grid's, per key (tune_probe.h): 1 probe shape. */
+static const int64_t kpack_tune_k1_probes_0[1] = {10000};
+static const int kpack_tune_k1_probe_sizes[1] = {1};
+static const int64_t *const kpack_tune_k1_probes[1] = {kpack_tune_k1_probes_0};
 static const char *const kpack_tune_k1_tuned[1] = {"TILE"};
 static const char *const kpack_tune_k1_combos[1] = {""};
 static const char *const kpack_tune_k1_candidates[2] = {"TILE=32", "TILE=64"};
 /* [combination * 2 + candidate]: built */
 static const unsigned char kpack_tune_k1_built[2] = {1, 1};
-static const kpack_tune_buffer kpack_tune_k1_buffers[3] = {{"offsets", 0, KPACK_TUNE_FILL_STEP}, {"flags", 1, KPACK_TUNE_FILL_VALUE}, {"out", 2, KPACK_TUNE_FILL_DEFAULT}};
+static const kpack_tune_buffer kpack_tune_k1_buffers[3] = {{"offsets", 0, KPACK_TUNE_FILL_STEP, 0}, {"flags", 1, KPACK_TUNE_FILL_VALUE, 0}, {"out", 2, KPACK_TUNE_FILL_DEFAULT, 0}};
 /* [combination * 3 + buffer]: the element type */
 static const kpack_dtype kpack_tune_k1_elements[3] = {KPACK_DTYPE_I64, KPACK_DTYPE_U8, KPACK_DTYPE_F32};
 
@@ -296,8 +305,8 @@ static kpack_status kpack_tune_k1_launch_auto(int kpack_combo, const int64_t *kp
 }
 
 static const kpack_tune_kernel kpack_tune_kernels_[2] = {
-  {"norm", "tp_norm", "8730ad6768bf04a0", 10, 2, kpack_tune_k0_key, kpack_tune_k0_key_params, kpack_tune_k0_grid_sizes, kpack_tune_k0_grid, 2, kpack_tune_k0_tuned, 3, kpack_tune_k0_combos, 4, kpack_tune_k0_candidates, kpack_tune_k0_built, 4, kpack_tune_k0_buffers, kpack_tune_k0_elements, kpack_tune_k0_params, kpack_tune_k0_fills, kpack_tune_k0_valid, kpack_tune_k0_launch, kpack_tune_k0_launch_auto},
-  {"gather", "tp_gather", "f53ae636cb0e794b", 4, 1, kpack_tune_k1_key, kpack_tune_k1_key_params, kpack_tune_k1_grid_sizes, kpack_tune_k1_grid, 1, kpack_tune_k1_tuned, 1, kpack_tune_k1_combos, 2, kpack_tune_k1_candidates, kpack_tune_k1_built, 3, kpack_tune_k1_buffers, kpack_tune_k1_elements, kpack_tune_k1_params, kpack_tune_k1_fills, kpack_tune_k1_valid, kpack_tune_k1_launch, kpack_tune_k1_launch_auto}
+  {"norm", "tp_norm", "8730ad6768bf04a0", 10, 2, kpack_tune_k0_key, kpack_tune_k0_key_params, kpack_tune_k0_grid_sizes, kpack_tune_k0_grid, kpack_tune_k0_probe_sizes, kpack_tune_k0_probes, 2, kpack_tune_k0_tuned, 3, kpack_tune_k0_combos, 4, kpack_tune_k0_candidates, kpack_tune_k0_built, 4, kpack_tune_k0_buffers, kpack_tune_k0_elements, kpack_tune_k0_params, kpack_tune_k0_fills, kpack_tune_k0_valid, kpack_tune_k0_launch, kpack_tune_k0_launch_auto, NULL},
+  {"gather", "tp_gather", "f53ae636cb0e794b", 4, 1, kpack_tune_k1_key, kpack_tune_k1_key_params, kpack_tune_k1_grid_sizes, kpack_tune_k1_grid, kpack_tune_k1_probe_sizes, kpack_tune_k1_probes, 1, kpack_tune_k1_tuned, 1, kpack_tune_k1_combos, 2, kpack_tune_k1_candidates, kpack_tune_k1_built, 3, kpack_tune_k1_buffers, kpack_tune_k1_elements, kpack_tune_k1_params, kpack_tune_k1_fills, kpack_tune_k1_valid, kpack_tune_k1_launch, kpack_tune_k1_launch_auto, NULL}
 };
 
 const kpack_tune_package kpack_tune_tables = {KPACK_TUNE_ABI, "tunerpkg", "0.1.0", 2, kpack_tune_kernels_};
