@@ -26,6 +26,7 @@
 #include "triton_source.h"
 #include "tune_report.h"
 #include "tuner_gen.h"
+#include "tuning_merge.h"
 #include "tuning_writer.h"
 #include "version.h"
 
@@ -473,16 +474,35 @@ int TunePackage(const Package& pkg, const std::vector<Specialization>& specs, co
   const std::string yaml = (fs::path(o.out_dir) / (slug + ".yaml")).generic_string();
   const std::string report = o.report_path.empty() ? (fs::path(o.out_dir) / (slug + ".html")).generic_string()
                                                    : o.report_path;
+  std::string tuning = FormatTuningFile(results), kept;
+  // --kernel: into the file of this GPU, if there is one, keeping its
+  // other kernels (tuning_merge.h).
+  std::error_code ec;
+  if (!o.kernels.empty() && fs::exists(yaml, ec)) {
+    std::optional<std::string> existing = ReadFile(yaml);
+    if (!existing) {
+      err << "kpack: error: " << yaml << ": cannot read the tuning file that --kernel would merge into\n";
+      return 1;
+    }
+    TuningMerge merged = MergeTuningText(yaml, *existing, tuning);
+    if (!merged.error.empty()) {
+      err << merged.error << "\n";
+      return 1;
+    }
+    tuning = std::move(merged.text);
+    for (const std::string& name : merged.kept) kept += (kept.empty() ? "" : ", ") + name;
+  }
   // The report first: a failure there leaves no tuning file behind, and
   // the tuning file is what builds read.
   const std::vector<std::pair<std::string, std::string>> files = {{report, FormatTuneReport(results)},
-                                                                     {yaml, FormatTuningFile(results)}};
+                                                                     {yaml, tuning}};
   for (const auto& [path, text] : files)
     if (std::string e = WriteFileAtomic(path, text); !e.empty()) {
       err << "kpack: error: " << e << "\n";
       return 1;
     }
-  err << "kpack: tune: wrote " << yaml << " and " << report << "\n";
+  err << "kpack: tune: wrote " << yaml << (kept.empty() ? "" : " (its other kernels kept: " + kept + ")") << " and "
+      << report << "\n";
   return 0;
 }
 

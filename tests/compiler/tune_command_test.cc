@@ -212,6 +212,38 @@ TEST_CASE("kpack tune: --kernel, --repeats, --device, --driver and --report reac
   CHECK(err.find("\r\x1b[Kkpack: tune: 12/12 measured in ") != std::string::npos);
 }
 
+TEST_CASE("kpack tune --kernel: merges into the GPU's tuning file, keeping its other kernels byte for byte") {
+  Project p;
+  FakeTuner tuner;
+  tuner.list_output = ListOutput(p.Hash());
+  tuner.run_output = RunOutput();
+  int rc = -1;
+  REQUIRE(p.Tune(tuner, &rc).find("kpack: tune: wrote tuning/nvidia-h100-80gb-hbm3.yaml and ") != std::string::npos);
+  const std::string whole = *kpack::ReadFile("tuning/nvidia-h100-80gb-hbm3.yaml");
+  // Another kernel's entry (say from a package that had it), after scale's.
+  const std::string other = "  - kernel: gather\n    manifest_hash: 0123456789abcdef\n    key: [n]\n"
+                            "    shapes: {n: [8]}\n    tuned: [TILE]\n    tables:\n";
+  REQUIRE(kpack::WriteFileAtomic("tuning/nvidia-h100-80gb-hbm3.yaml", whole + other) == "");
+  p.options.kernels = {"scale"};
+  tuner.run_output = Replace(RunOutput(), "\"us\":2.9,", "\"us\":2.5,");
+  const std::string err = p.Tune(tuner, &rc);
+  INFO(err);
+  REQUIRE(rc == 0);
+  CHECK(err.find("kpack: tune: wrote tuning/nvidia-h100-80gb-hbm3.yaml (its other kernels kept: gather) and "
+                 "tuning/nvidia-h100-80gb-hbm3.html\n") != std::string::npos);
+  const std::string merged = *kpack::ReadFile("tuning/nvidia-h100-80gb-hbm3.yaml");
+  CHECK(merged == Replace(Replace(whole, "\"BLOCK=256\": 2.9}", "\"BLOCK=256\": 2.5}"), "margin: 1.586",
+                          "margin: 1.840") + other);
+  // A file of another package is not merged into, and stays.
+  REQUIRE(kpack::WriteFileAtomic("tuning/nvidia-h100-80gb-hbm3.yaml", Replace(merged, "package: tiny", "package: big")) ==
+          "");
+  CHECK(p.Tune(tuner, &rc).find("tuning/nvidia-h100-80gb-hbm3.yaml:4:1: error: this tuning file is for package 'big', "
+                                "and this run tuned package 'tiny'; tune every kernel (without --kernel) to write it "
+                                "anew, or write elsewhere (-o)\n") != std::string::npos);
+  CHECK(rc == 1);
+  CHECK(*kpack::ReadFile("tuning/nvidia-h100-80gb-hbm3.yaml") == Replace(merged, "package: tiny", "package: big"));
+}
+
 TEST_CASE("kpack tune: a tuner built from other manifests is refused") {
   Project p;
   FakeTuner tuner;

@@ -8,6 +8,7 @@
 
 #include "manifest.h"
 #include "test_util.h"
+#include "tuning_merge.h"
 #include "tuning_reader.h"
 #include "tuning_writer.h"
 
@@ -284,4 +285,54 @@ TEST_CASE("tuning file: what the writer writes, the reader reads back") {
     CHECK(t.probes[1].at == std::vector<int64_t>{32, 200});
     CHECK(t.probes[1].ranking.empty());
   }
+}
+
+// ---- kpack tune --kernel: merging into the file of the GPU (tuning_merge.h) ----
+
+namespace {
+
+const char* kHeader =
+    "# Written by `kpack tune` from kpack.yaml; run it again rather than editing (docs/tuning.md).\n"
+    "kpack_tuning: 1\npackage: tiny\ngpu: NVIDIA H100 80GB HBM3\nsm: 90\ndriver: \"D1\"\nkernels:\n";
+
+std::string Entry(const std::string& name, const std::string& hash) {
+  return "  - kernel: " + name + "\n    manifest_hash: " + hash + "\n    key: [n]\n    shapes: {n: [1, 2]}\n" +
+         "    tuned: [BLOCK]\n    tables:\n      - for: {}\n        results:\n" +
+         "          - {n: 1, best: \"BLOCK=1\", us: {\"BLOCK=1\": 1}}\n";
+}
+
+}  // namespace
+
+TEST_CASE("tuning merge: the re-tuned kernels take their entries' places, the others stay byte for byte") {
+  const std::string existing = std::string(kHeader) + Entry("a", "aaaa") + Entry("b", "bbbb") + Entry("c", "cccc");
+  std::string fresh = std::string(kHeader) + Entry("b", "b222") + Entry("d", "d222");
+  fresh = kpack::testing::Replace(fresh, "driver: \"D1\"", "driver: \"D2\"");
+  const kpack::TuningMerge m = kpack::MergeTuningText("t/h100.yaml", existing, fresh);
+  REQUIRE(m.error == "");
+  CHECK(m.kept == std::vector<std::string>{"a", "c"});
+  // The fresh header (its driver), a, the new b in b's place, c, then d.
+  CHECK(m.text == kpack::testing::Replace(kHeader, "driver: \"D1\"", "driver: \"D2\"") + Entry("a", "aaaa") +
+                      Entry("b", "b222") + Entry("c", "cccc") + Entry("d", "d222"));
+  // Merging the same run again changes nothing.
+  CHECK(kpack::MergeTuningText("t/h100.yaml", m.text, fresh).text == m.text);
+}
+
+TEST_CASE("tuning merge: a file it cannot merge into is a located error") {
+  const std::string fresh = std::string(kHeader) + Entry("a", "a222");
+  CHECK(kpack::MergeTuningText("t/h100.yaml", "kpack_tuning: 1\n", fresh).error ==
+        "t/h100.yaml:1:1: error: not a tuning file as kpack tune writes it (no 'kernels:' line), so --kernel cannot "
+        "merge into it; tune every kernel (without --kernel) to write it anew, or write elsewhere (-o)");
+  CHECK(kpack::MergeTuningText("t/h100.yaml", std::string(kHeader) + Entry("a", "aaaa") + "# edited\n", fresh).error ==
+        "t/h100.yaml:17:1: error: this line is not part of a kernel's entry as kpack tune writes it, so --kernel "
+        "cannot merge into it; tune every kernel (without --kernel) to write it anew, or write elsewhere (-o)");
+  CHECK(kpack::MergeTuningText("t/h100.yaml",
+                               kpack::testing::Replace(kHeader, "gpu: NVIDIA H100 80GB HBM3", "gpu: NVIDIA H100 PCIe") +
+                                   Entry("a", "aaaa"),
+                               fresh)
+            .error == "t/h100.yaml:4:1: error: this tuning file is for gpu 'NVIDIA H100 PCIe', and this run tuned gpu "
+                      "'NVIDIA H100 80GB HBM3'; tune every kernel (without --kernel) to write it anew, or write "
+                      "elsewhere (-o)");
+  CHECK(kpack::MergeTuningText("t/h100.yaml", kpack::testing::Replace(kHeader, "package: tiny", "package: big"), fresh)
+            .error == "t/h100.yaml:3:1: error: this tuning file is for package 'big', and this run tuned package "
+                      "'tiny'; tune every kernel (without --kernel) to write it anew, or write elsewhere (-o)");
 }
