@@ -223,6 +223,17 @@ std::string Join(const std::vector<std::string>& items, const std::string& sep) 
   return out;
 }
 
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 // The specializations of `k` that the API names (the other builds are
 // chosen inside their typed launcher).
 std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs) {

@@ -46,6 +46,10 @@ std::string ConstexprCType(const Constexpr& c);
 // `items` with `sep` between them.
 std::string Join(const std::vector<std::string>& items, const std::string& sep);
 
+// `text` split at its newlines (a last line without one counts; no empty
+// last line after a final newline).
+std::vector<std::string> SplitLines(const std::string& text);
+
 // The specializations of `k` that the API names (the other builds are
 // chosen inside their typed launcher).
 std::vector<const Specialization*> SpecsOf(const Kernel& k, const std::vector<Specialization>& specs);

@@ -981,6 +981,9 @@ static int find_kernel(const kpack_tune_package *pkg, const char *name) {
        pkg->num_kernels ? names : "none");
 }
 
+/* The options, after the program's name, as both usage messages say. */
+#define USAGE "--list | --run | --eval N [--seed S] [--eval-multiple M] [--kernel NAME]... [--repeats N] [--device N]"
+
 int main(int argc, char **argv) {
   const kpack_tune_package *pkg = &kpack_tune_tables;
   if (pkg->abi != KPACK_TUNE_ABI)
@@ -1011,12 +1014,10 @@ int main(int argc, char **argv) {
       read_proc = 0;
       kpack_set_driver_path_for_testing(value); /* before any kpack call */
     } else {
-      fail(NULL, "unknown argument '%s' (usage: %s --list | --run | --eval N [--seed S] [--eval-multiple M] [--kernel NAME]... [--repeats N] [--device N])", a,
-           argv[0]);
+      fail(NULL, "unknown argument '%s' (usage: %s " USAGE ")", a, argv[0]);
     }
   }
-  if (mode == 0) fail(NULL, "usage: %s --list | --run | --eval N [--seed S] [--eval-multiple M] [--kernel NAME]... [--repeats N] [--device N]",
-                      argv[0]);
+  if (mode == 0) fail(NULL, "usage: %s " USAGE, argv[0]);
   if (mode == 1) return list(pkg);
   const int all = num_selected == 0;
   num_selected = 0;

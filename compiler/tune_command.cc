@@ -18,6 +18,7 @@
 #include <ostream>
 #include <set>
 
+#include "codegen_text.h"
 #include "fs_util.h"
 #include "json_util.h"
 #include "manifest.h"
@@ -39,18 +40,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Splits `text` into lines (a last line without a newline counts).
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
-
 // Keeps the end of a long output: enough for a message.
 void KeepTail(std::string& output, const std::string& line) {
   output += line + "\n";
@@ -62,7 +51,7 @@ void KeepTail(std::string& output, const std::string& line) {
 ToolResult TunerRunner::RunLines(const std::vector<std::string>& argv,
                                  const std::function<void(const std::string&)>& on_line) {
   ToolResult r = Run(argv);
-  for (const std::string& line : Lines(r.output)) on_line(line);
+  for (const std::string& line : codegen::SplitLines(r.output)) on_line(line);
   return r;
 }
 
@@ -211,7 +200,7 @@ std::string CheckList(const Package& pkg, const std::vector<TuneLayout>& layouts
   std::string package;
   bool done = false;
   std::map<std::string, ListedKernel> listed;
-  for (const std::string& line : Lines(r.output)) {
+  for (const std::string& line : codegen::SplitLines(r.output)) {
     std::optional<std::pair<std::string, llvm::json::Value>> m = Message(line);
     const llvm::json::Object* body = m ? m->second.getAsObject() : nullptr;
     if (m && m->first == "error" && m->second.getAsString()) return m->second.getAsString()->str();

@@ -48,6 +48,10 @@ std::string Labels(const Kernel& k, const std::vector<size_t>& axes, const std::
   return Join(parts, " ");
 }
 
+// Whether the unaligned twin passes param `p`'s buffer one element off:
+// a `divisibility: auto` pointer.
+bool OffsetInTwin(const Param& p) { return p.divisibility_auto && p.type.is_pointer; }
+
 TuneLayout MakeLayout(const Kernel& k, const std::vector<const Specialization*>& specs) {
   TuneLayout l;
   l.kernel = &k;
@@ -78,9 +82,7 @@ TuneLayout MakeLayout(const Kernel& k, const std::vector<const Specialization*>&
     l.probe_axes.push_back(ProbeAxis(axis.values));
     l.probes *= l.probe_axes.back().size();
   }
-  l.unaligned_twin = k.HasAlignedVariant() && std::any_of(k.params.begin(), k.params.end(), [](const Param& p) {
-                       return p.divisibility_auto && p.type.is_pointer;
-                     });
+  l.unaligned_twin = k.HasAlignedVariant() && std::any_of(k.params.begin(), k.params.end(), OffsetInTwin);
   return l;
 }
 
@@ -283,7 +285,7 @@ class TunerWriter {
   // `divisibility: auto` pointer of a kernel with unaligned twins.
   static bool TwinOffset(const TuneLayout& l, const std::string& param) {
     const Param* q = l.kernel->FindParam(param);
-    return l.unaligned_twin && q && q->type.is_pointer && q->divisibility_auto;
+    return l.unaligned_twin && q && OffsetInTwin(*q);
   }
 
   static std::string FillKind(const TuneFill& f) {

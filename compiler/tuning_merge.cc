@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "codegen_text.h"
+
 namespace kpack {
 namespace {
 
@@ -17,21 +19,9 @@ struct Parts {
   bool has_kernels = false;
 };
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 Parts Split(const std::string& text) {
   Parts p;
-  const std::vector<std::string> lines = Lines(text);
+  const std::vector<std::string> lines = codegen::SplitLines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     if (!p.has_kernels) {
