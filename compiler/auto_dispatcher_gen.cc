@@ -9,6 +9,7 @@
 
 #include "codegen_text.h"
 #include "expr_bounds.h"
+#include "tensordesc.h"
 #include "tuned_table_gen.h"
 
 namespace kpack::codegen {
@@ -303,7 +304,8 @@ class AutoWriter {
     if (k_.launch.pdl == Pdl::kPerCall) args.push_back("pdl");
     for (const Constexpr& c : k_.constexprs)
       if (c.InApi() && !c.Auto()) args.push_back((renamed.count(c.name) ? "kpack_arg_" : "") + c.name);
-    for (const Param& p : k_.params) args.push_back(p.name);
+    for (const Param& p : k_.params)
+      for (const std::string& name : ParamArgNames(p)) args.push_back(name);
     out_ += "kpack_status " + public_name + "(" + AutoDispatcherParams(k_, true) + ") {\n";
     out_ += "  const kpack_status kpack_st = " + body_name + "(" + Join(args, ", ") + ");\n";
     out_ += "  /* The launch took the device kpack_tuning_select found, or none was made. */\n";
@@ -316,7 +318,8 @@ class AutoWriter {
     if (k_.launch.pdl == Pdl::kPerCall) args.push_back("pdl");
     for (const Constexpr& c : k_.constexprs)
       if (c.InApi()) args.push_back(c.Auto() ? "(int)" + c.name : c.name);
-    for (const Param& p : k_.params) args.push_back(p.name);
+    for (const Param& p : k_.params)
+      for (const std::string& name : ParamArgNames(p)) args.push_back(name);
     out_ += "  return " + pkg_.prefix + "_" + k_.name + "(" + Join(args, ", ") + ");\n";
   }
 

@@ -71,6 +71,10 @@ std::string Depfile(const BuildOptions& o, const Package& pkg, const std::vector
 std::map<const Specialization*, TritonLaunch> TritonLaunches(const Plan& plan,
                                                               const std::vector<CompiledUnit>& compiled) {
   std::map<const Specialization*, TritonLaunch> out;
+  std::map<size_t, std::pair<TritonScratch, TritonScratch>> scratch;  // per group: the most any build needs
+  auto widen = [](TritonScratch& into, const TritonScratch& s) {
+    into = TritonScratch{std::max(into.size, s.size), std::max(into.align, s.align)};
+  };
   for (size_t i = 0; i < plan.units.size(); ++i) {
     if (!plan.units[i].triton) continue;
     std::string error;
@@ -80,7 +84,13 @@ std::map<const Specialization*, TritonLaunch> TritonLaunches(const Plan& plan,
     t.shared = std::max(t.shared, meta->shared);
     t.num_warps = meta->num_warps;
     t.hidden_pointer_params = meta->hidden_pointer_params;
+    t.num_ctas = meta->num_ctas;  // the same in every build and arch (check)
+    t.descs = meta->descs;
+    auto& [global, profile] = scratch[plan.units[i].spec->group];
+    widen(global, meta->global_scratch);
+    widen(profile, meta->profile_scratch);
   }
+  for (auto& [spec, t] : out) std::tie(t.global_scratch, t.profile_scratch) = scratch[spec->group];
   return out;
 }
 

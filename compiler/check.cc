@@ -7,6 +7,8 @@
 #include "expand.h"
 #include "expr_bounds.h"
 #include "debug_guard.h"
+#include "codegen_text.h"
+#include "tensordesc.h"
 #include "triton.h"
 
 namespace kpack {
@@ -80,6 +82,37 @@ void CheckCluster(const Unit& u, const CubinKernel& kernel, Diagnostics& diag) {
                                        std::to_string(kernel.cluster_dims[2]) + ")); remove launch.cluster");
 }
 
+// What Triton decided must be what the launcher can pass: a TMA layout per
+// tensordesc param, of its rank and element size; with num_ctas, the cubin's
+// own cluster, (num_ctas, 1, 1).
+void CheckTritonMeta(const Unit& u, const TritonMeta& meta, const CubinKernel& kernel, Diagnostics& diag) {
+  const Kernel& k = *u.spec->kernel;
+  std::vector<const Param*> descs;
+  for (const Param& p : k.params)
+    if (p.tensordesc) descs.push_back(&p);
+  if (meta.descs.size() != descs.size()) {
+    diag.Error(k.params_loc, Where(u) + ": Triton laid out " + std::to_string(meta.descs.size()) +
+                                 " tensor descriptors, but the manifest has " + std::to_string(descs.size()) +
+                                 " tensordesc params");
+    return;
+  }
+  for (size_t i = 0; i < descs.size(); ++i) {
+    const DescLayout& l = meta.descs[i];
+    const uint32_t bytes = Info(codegen::ElementScalar(*u.spec, descs[i]->type)).size;
+    if (l.box.size() != descs[i]->tensordesc->Rank() || l.elem_bytes != bytes)
+      diag.Error(descs[i]->loc, Where(u) + ": Triton's TMA layout of '" + descs[i]->name + "' has rank " +
+                                    std::to_string(l.box.size()) + " and " + std::to_string(l.elem_bytes) +
+                                    "-byte elements, but the manifest gives rank " +
+                                    std::to_string(descs[i]->tensordesc->Rank()) + " and " + std::to_string(bytes));
+  }
+  const uint32_t* c = kernel.cluster_dims;
+  const bool clustered = c[0] * std::max(c[1], 1u) * std::max(c[2], 1u) > 1;
+  if ((meta.num_ctas > 1 || clustered) && !(c[0] == meta.num_ctas && c[1] <= 1 && c[2] <= 1))
+    diag.Error(k.loc, Where(u) + ": Triton compiled num_ctas=" + std::to_string(meta.num_ctas) +
+                          ", but the cubin's cluster is " + std::to_string(c[0]) + "x" + std::to_string(c[1]) + "x" +
+                          std::to_string(c[2]));
+}
+
 void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnostics& diag) {
   const Specialization& s = *u.spec;
   const Kernel& k = *s.kernel;
@@ -110,6 +143,7 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
       return;
     }
     hidden = meta->hidden_pointer_params;
+    CheckTritonMeta(u, *meta, *kernel, diag);
   }
   std::vector<std::pair<uint32_t, uint32_t>> expected = ExpectedLayout(s, hidden);
   if (kernel->params.empty() && kernel->param_bytes > 4352) {
@@ -124,18 +158,42 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
                                  " parameters but the manifest lists " + std::to_string(expected.size()));
     return;
   }
-  std::vector<const Param*> passed;  // the params the kernel takes, in order
-  for (const Param& p : k.params)
-    if (!p.launch_only && !(s.aligned && p.equal_to_1)) passed.push_back(&p);
+  // The params the kernel takes, in order, a tensordesc once per slot
+  // (its map, then Triton's shapes and strides), and what each slot is.
+  std::vector<const Param*> passed;
+  std::vector<std::string> parts;
+  for (const Param& p : k.params) {
+    if (p.launch_only || (s.aligned && p.equal_to_1)) continue;
+    if (!p.tensordesc) {
+      passed.push_back(&p);
+      parts.push_back("");
+      continue;
+    }
+    const size_t rank = p.tensordesc->Rank(), slots = DescKernelSlots(p, u.triton).size();
+    for (size_t j = 0; j < slots; ++j) {
+      passed.push_back(&p);
+      parts.push_back(j == 0 ? "its CUtensorMap" : j <= rank ? "its shape " + std::to_string(j - 1)
+                                                             : "its stride " + std::to_string(j - 1 - rank));
+    }
+  }
+  uint32_t shift = 0;  // how far ptxas moved the params, to align a CUtensorMap
   for (size_t i = 0; i < expected.size(); ++i) {
     const KernelParamInfo& got = kernel->params[i];
-    if (got.ordinal == i && got.offset == expected[i].first && got.size == expected[i].second) continue;
+    // A CUtensorMap sits on a 64-byte boundary of the constant bank, whose
+    // base is ptxas's: accept its padding (less than the map), then expect
+    // the params after it where it put them.
+    const uint32_t at = expected[i].first + shift;
+    if (expected[i].second == 128 && got.ordinal == i && got.size == 128 && got.offset >= at &&
+        got.offset - at < 128 && got.offset % 16 == 0)
+      shift = got.offset - expected[i].first;
+    if (got.ordinal == i && got.offset == expected[i].first + shift && got.size == expected[i].second) continue;
     const bool is_hidden = i >= passed.size();
     const SourceLoc& loc = is_hidden ? k.params_loc : passed[i]->loc;
     std::string what = is_hidden ? "hidden parameter " + std::to_string(i - passed.size()) + " (Triton's scratch pointer)"
-                                 : "parameter '" + passed[i]->name + "' (" + passed[i]->type_text + ")";
+                                 : "parameter '" + passed[i]->name + "' (" + passed[i]->type_text +
+                                       (parts[i].empty() ? "" : ", " + parts[i]) + ")";
     diag.Error(loc, where + ": " + what + " is at " + Layout(got.offset, got.size) +
-                        " in the cubin, but the launcher passes " + Layout(expected[i].first, expected[i].second));
+                        " in the cubin, but the launcher passes " + Layout(expected[i].first + shift, expected[i].second));
   }
   CheckBlockFits(u, *kernel, diag);
   CheckCluster(u, *kernel, diag);
@@ -166,6 +224,27 @@ std::vector<ExpectedArg> ExpectedArgs(const Specialization& s) {
     out.push_back(a);
   }
   return out;
+}
+
+// One typed launcher serves every build and arch of a specialization, and
+// passes one cluster and one TMA layout per descriptor: Triton must have
+// chosen the same for all of them.
+void CheckTritonBuildsAgree(const Plan& plan, const std::vector<CompiledUnit>& compiled, Diagnostics& diag) {
+  std::map<size_t, std::pair<size_t, TritonMeta>> first;  // group -> unit, its meta
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    const Unit& u = plan.units[i];
+    if (!u.triton) continue;
+    std::string error;
+    std::optional<TritonMeta> meta = ParseTritonMeta(compiled[i].meta, &error);
+    if (!meta) continue;
+    auto [it, inserted] = first.emplace(u.spec->group, std::make_pair(i, *meta));
+    if (inserted) continue;
+    const TritonMeta& other = it->second.second;
+    if (other.num_ctas == meta->num_ctas && other.descs == meta->descs) continue;
+    diag.Error(u.spec->kernel->loc, Where(u) + ": Triton chose another cluster or TMA layout than for " +
+                                        Where(plan.units[it->second.first]) +
+                                        "; the launcher passes one for every build and arch");
+  }
 }
 
 std::string Where(const Unit& u) {
@@ -212,17 +291,25 @@ bool ResolveEntrySymbols(const Plan& plan, const std::vector<CompiledUnit>& comp
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers) {
-  std::vector<uint32_t> sizes;
+  std::vector<std::pair<uint32_t, uint32_t>> slots;  // size, alignment
   // Launch-only params are not the kernel's, and an aligned build takes
   // equal_to_1 params as constants (Triton drops constexprs from the list).
-  for (const Param& p : s.kernel->params)
-    if (!p.launch_only && !(s.aligned && p.equal_to_1)) sizes.push_back(ParamSize(s.TypeOf(p)));
-  sizes.insert(sizes.end(), hidden_pointers, 8);
+  // Scalars and pointers are naturally aligned; a CUtensorMap is 64-byte.
+  const bool triton = s.kernel->language == Language::kTriton;
+  for (const Param& p : s.kernel->params) {
+    if (p.launch_only || (s.aligned && p.equal_to_1)) continue;
+    if (p.tensordesc) {
+      for (auto slot : DescKernelSlots(p, triton)) slots.push_back(slot);
+      continue;
+    }
+    uint32_t size = ParamSize(s.TypeOf(p));
+    slots.emplace_back(size, size);
+  }
+  slots.insert(slots.end(), hidden_pointers, {8, 8});
   std::vector<std::pair<uint32_t, uint32_t>> out;
   uint32_t offset = 0;
-  for (uint32_t size : sizes) {
-    // Every kpack parameter type is naturally aligned: alignment == size.
-    offset = (offset + size - 1) / size * size;
+  for (auto [size, align] : slots) {
+    offset = (offset + align - 1) / align * align;
     out.emplace_back(offset, size);
     offset += size;
   }
@@ -235,6 +322,7 @@ bool CheckUnits(const Plan& plan, const std::vector<CompiledUnit>& compiled, std
   facts.assign(plan.units.size(), UnitFacts{});
   for (size_t i = 0; i < plan.units.size(); ++i)
     if (!plan.units[i].ptx) CheckUnit(plan.units[i], compiled[i], facts[i], diag);
+  if (diag.error_count() == errors_before) CheckTritonBuildsAgree(plan, compiled, diag);
   return diag.error_count() == errors_before;
 }
 

@@ -83,6 +83,19 @@ class HeaderWriter {
   }
 
  private:
+  // What a caller passes for each tensordesc param, and what is checked.
+  void WriteTensorDescComment(const Kernel& k) {
+    std::vector<std::string> names;
+    for (const Param& p : k.params)
+      if (p.tensordesc) names.push_back(p.name);
+    if (names.empty()) return;
+    out_ += " * TMA descriptors (" + Join(names, ", ") + "): each is passed as its base, shape and strides\n"
+            " * (elements, outermost first, as torch's .shape and .stride(); the last\n"
+            " * stride 1); the launcher encodes its CUtensorMap (cached) and returns\n"
+            " * KPACK_ERROR_INVALID_ARGUMENT, naming the value, for a base that is not\n"
+            " * 16-byte aligned or strides that TMA cannot take.\n";
+  }
+
   void WriteKernel(const Kernel& k) {
     std::vector<const Specialization*> mine = SpecsOf(k, specs_);
     std::string base = pkg_.prefix + "_" + k.name;
@@ -95,6 +108,7 @@ class HeaderWriter {
     out_ += " * Launch: " + CommentText(LaunchSummary(k)) + ".\n";
     WriteVariantsComment(k);
     WriteComputedComment(k);
+    WriteTensorDescComment(k);
     out_ += " */\n\n";
 
     out_ += "/* One built combination of " + k.name + "'s constexprs. */\n";

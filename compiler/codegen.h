@@ -14,6 +14,7 @@
 
 #include "expand.h"
 #include "model.h"
+#include "triton.h"
 
 namespace kpack {
 
@@ -27,11 +28,15 @@ std::string GenerateHeader(const Package& pkg, const std::vector<Specialization>
 
 // What Triton decided for one specialization, over all its archs: the
 // launcher passes 32 x num_warps threads, `shared` bytes of dynamic shared
-// memory and NULL for each hidden pointer parameter.
+// memory, clusters of num_ctas, each descriptor's TMA layout, and the
+// hidden scratch pointers (NULL where the scratch size is 0).
 struct TritonLaunch {
   uint32_t shared = 0;
   uint32_t num_warps = 4;
   uint32_t hidden_pointer_params = 2;
+  uint32_t num_ctas = 1;
+  TritonScratch global_scratch, profile_scratch;  // over every build of its group
+  std::vector<DescLayout> descs;
 };
 
 // `triton` maps Triton specializations to their launch; one missing gets

@@ -1,5 +1,7 @@
 #include "codegen_text.h"
 
+#include "tensordesc.h"
+
 #include <cstdio>
 
 namespace kpack::codegen {
@@ -194,18 +196,23 @@ Scalar ElementScalar(const Specialization& s, const ParamType& t) {
 }
 
 // "const kpack_f16 *x" in a typed launcher.
+// A tensordesc param adds its shape and strides after the base pointer.
 std::string TypedParam(const Specialization& s, const Param& p) {
   std::string type = std::string(p.type.is_const ? "const " : "") + std::string(Info(ElementScalar(s, p.type)).c_type);
+  if (p.tensordesc) return Join({type + " *" + p.name, DescShapeParams(p)[0], DescShapeParams(p)[1]}, ", ");
   return p.type.is_pointer ? type + " *" + p.name : type + " " + p.name;
 }
 
 // "const void *x" in a dispatcher, where the element type varies.
 std::string DispatchParam(const Param& p) {
+  std::string base;
   if (p.type.dtype_constexpr.empty()) {
     std::string type = std::string(p.type.is_const ? "const " : "") + std::string(Info(p.type.scalar).c_type);
-    return p.type.is_pointer ? type + " *" + p.name : type + " " + p.name;
+    base = p.type.is_pointer ? type + " *" + p.name : type + " " + p.name;
+  } else {
+    base = std::string(p.type.is_const ? "const void *" : "void *") + p.name;
   }
-  return std::string(p.type.is_const ? "const void *" : "void *") + p.name;
+  return p.tensordesc ? Join({base, DescShapeParams(p)[0], DescShapeParams(p)[1]}, ", ") : base;
 }
 
 std::string ConstexprCType(const Constexpr& c) {

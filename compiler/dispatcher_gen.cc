@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "codegen_text.h"
+#include "tensordesc.h"
 
 namespace kpack::codegen {
 namespace {
@@ -121,6 +122,8 @@ class DispatcherWriter {
                            std::string(Info(ElementScalar(s, p.type)).c_type) + " *";
         args.push_back("(" + type + ")" + p.name);
       }
+      const std::vector<std::string> names = ParamArgNames(p);  // a tensordesc's shape and strides
+      args.insert(args.end(), names.begin() + 1, names.end());
     }
     out_ += indent + "return " + s.launcher + "(" + Join(args, ", ") + ");\n";
   }

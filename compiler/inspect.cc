@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "codegen_text.h"
 #include "cubin.h"
 #include "cuda_instance.h"
 #include "debug_guard.h"
@@ -403,6 +404,41 @@ void AddMargins(json::Object& tuning) {
               if (json::Object* o = r.getAsObject()) (*o)["margin"] = MarginText(o->getObject("ns"));
 }
 
+// "scratch_f16 sm_90a: cluster of 2 CTAs; global scratch 128 bytes per CTA
+// (align 128); tensordesc box [64, 64] swizzle 128B": what the Triton
+// units of an inventory need at launch besides their arguments, one line
+// each that needs something.
+std::string LaunchNeeds(const json::Object& root) {
+  static const char* const kSwizzle[] = {"none", "32B", "64B", "128B"};
+  std::string out;
+  if (const json::Array* kernels = root.getArray("kernels"))
+    for (const json::Value& kv : *kernels)
+      for (const json::Value& sv : JsonArrayOf(kv.getAsObject(), "specializations"))
+        for (const json::Value& uv : JsonArrayOf(sv.getAsObject(), "units")) {
+          const json::Object* u = uv.getAsObject();
+          const json::Object* global = u ? u->getObject("global_scratch") : nullptr;
+          const json::Object* profile = u ? u->getObject("profile_scratch") : nullptr;
+          std::vector<std::string> needs;
+          if (int64_t ctas = u ? u->getInteger("num_ctas").value_or(1) : 1; ctas > 1)
+            needs.push_back("cluster of " + std::to_string(ctas) + " CTAs");
+          for (auto [what, s] : {std::pair{"global", global}, std::pair{"profile", profile}})
+            if (int64_t bytes = s ? s->getInteger("bytes_per_cta").value_or(0) : 0; bytes > 0)
+              needs.push_back(std::string(what) + " scratch " + std::to_string(bytes) + " bytes per CTA (align " +
+                              std::to_string(s->getInteger("align").value_or(1)) + ")");
+          for (const json::Value& dv : JsonArrayOf(u, "tensordesc")) {
+            const json::Object* d = dv.getAsObject();
+            std::string box;
+            for (const json::Value& b : JsonArrayOf(d, "box")) box += (box.empty() ? "" : ", ") + IntegerText(b);
+            int64_t swizzle = d ? d->getInteger("swizzle").value_or(0) : 0;
+            needs.push_back("tensordesc box [" + box + "] swizzle " + (swizzle >= 0 && swizzle < 4 ? kSwizzle[swizzle] : "?"));
+          }
+          if (!needs.empty())
+            out += "  " + JsonGetString(*sv.getAsObject(), "name") + " " + JsonGetString(*u, "arch") + ": " +
+                   codegen::Join(needs, "; ") + "\n";
+        }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> FormatInventoryTables(std::string_view inventory, bool as_json, std::string* error) {
@@ -429,10 +465,14 @@ std::optional<std::string> FormatInventoryTables(std::string_view inventory, boo
       kernels_json.push_back(json::Object{{"name", name}, {"tuning", std::move(*tuning)}});
     }
   const std::string package = JsonGetString(*root, "package");
+  const std::string needs = LaunchNeeds(*root);
   if (as_json)
     return JsonText(json::Object{{"file_kind", "inventory"}, {"package", package}, {"kernels", std::move(kernels_json)}}, 2);
-  if (kernels_json.empty()) return "package " + package + ": no kernel has a tune: section, so there are no decision tables\n";
-  return "package " + package + ": decision tables (kpack tune)\n" + text;
+  const std::string launch = needs.empty() ? "" : "package " + package + ": what launches need (clusters, Triton's "
+                                                  "scratch, TMA descriptors)\n" + needs;
+  if (kernels_json.empty())
+    return launch + "package " + package + ": no kernel has a tune: section, so there are no decision tables\n";
+  return launch + "package " + package + ": decision tables (kpack tune)\n" + text;
 }
 
 int RunInspect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -59,6 +59,24 @@ json::Object UnitJson(const Unit& u, const CompiledUnit& c, const UnitFacts& f) 
     if (std::optional<TritonMeta> meta = ParseTritonMeta(c.meta, &error)) {
       o["dynamic_shared_bytes"] = static_cast<int64_t>(meta->shared);
       o["num_warps"] = static_cast<int64_t>(meta->num_warps);
+      // What a launch needs besides its arguments: clusters, the runtime's
+      // scratch (bytes per CTA; docs/runtime.md sizes a workspace from
+      // them) and each descriptor's TMA layout.
+      o["num_ctas"] = static_cast<int64_t>(meta->num_ctas);
+      o["global_scratch"] = json::Object{{"bytes_per_cta", static_cast<int64_t>(meta->global_scratch.size)},
+                                         {"align", static_cast<int64_t>(meta->global_scratch.align)}};
+      o["profile_scratch"] = json::Object{{"bytes_per_cta", static_cast<int64_t>(meta->profile_scratch.size)},
+                                          {"align", static_cast<int64_t>(meta->profile_scratch.align)}};
+      json::Array descs;
+      for (const DescLayout& d : meta->descs) {
+        json::Array box;
+        for (uint32_t v : d.box) box.push_back(static_cast<int64_t>(v));
+        descs.push_back(json::Object{{"data_type", static_cast<int64_t>(d.data_type)},
+                                     {"elem_bytes", static_cast<int64_t>(d.elem_bytes)},
+                                     {"box", std::move(box)},
+                                     {"swizzle", static_cast<int64_t>(d.swizzle)}});
+      }
+      o["tensordesc"] = std::move(descs);
     }
   } else {
     o["flags"] = PortableFlags(u);

@@ -35,4 +35,10 @@ std::vector<std::string> JsonGetStrings(const llvm::json::Object& o, llvm::Strin
   return out;
 }
 
+const llvm::json::Array& JsonArrayOf(const llvm::json::Object* o, llvm::StringRef key) {
+  static const llvm::json::Array empty;
+  const llvm::json::Array* a = o ? o->getArray(key) : nullptr;
+  return a ? *a : empty;
+}
+
 }  // namespace kpack

@@ -26,4 +26,7 @@ std::string JsonGetString(const llvm::json::Object& o, llvm::StringRef key);
 // that are not strings are skipped.
 std::vector<std::string> JsonGetStrings(const llvm::json::Object& o, llvm::StringRef key);
 
+// The array o->at(key); an empty one when `o` is null or it is missing.
+const llvm::json::Array& JsonArrayOf(const llvm::json::Object* o, llvm::StringRef key);
+
 }  // namespace kpack

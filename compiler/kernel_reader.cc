@@ -11,6 +11,7 @@
 #include "cuda_reader.h"
 #include "debug_guard.h"
 #include "flag_policy.h"
+#include "tensordesc.h"
 #include "triton_merge.h"
 #include "triton_reader.h"
 #include "tune_reader.h"
@@ -330,7 +331,9 @@ void KernelReader::ReadParams(const YAML::Node& v) {
 }
 
 void KernelReader::ReadParam(const YAML::Node& item) {
-  if (!r_.CheckMap(item, "a param", {"name", "type", "divisibility", "width", "equal_to_1", "launch_only"},
+  if (!r_.CheckMap(item, "a param",
+                   {"name", "type", "divisibility", "width", "equal_to_1", "launch_only", "dtype", "block",
+                    "padding", "swizzle"},
                    {"name", "type"}))
     return;
   Param p;
@@ -355,6 +358,13 @@ void KernelReader::ReadParam(const YAML::Node& item) {
   std::optional<std::string> t = r_.String(type, "param type");
   if (p.name.empty() || !t) return;
   p.type_text = *t;
+  if (bool is_const; IsTensorDescType(*t, &is_const)) {
+    if (ReadTensorDesc(r_, item, k_, is_const, p)) k_.params.push_back(std::move(p));
+    return;  // CheckTensorDescs checks the rest with the whole kernel
+  }
+  for (const char* key : kTensorDescKeys)
+    if (YAML::Node v = FileReader::Get(item, key); v.IsDefined())
+      r_.Error(v, std::string(key) + " applies to tensordesc params only ('" + p.name + "' is " + p.type_text + ")");
   if (!ParseParamType(*t, type, p.type)) return;
   // Triton hints only integers and pointers (a pointer's hint is its
   // address: 16-byte aligned).
@@ -650,9 +660,13 @@ std::optional<Kernel> KernelReader::Finish(const TritonSourceInfo* source) {
   CheckCudaEntry(r_, k_);
   CheckLaunch();
   CheckAutoRules(r_.diag(), k_);
+  CheckTensorDescs(r_.diag(), k_);
   // Last: it checks its names against the whole kernel, the source's
   // constexprs and the auto rules included.
   if (tune_.IsDefined()) ReadTune(r_, tune_key_, tune_, k_);
+  if (k_.tune && HasTensorDesc(k_))
+    r_.diag().Error(k_.tune->loc, "tune: cannot time a kernel with tensordesc params yet; choose its tiles with auto: "
+                                  "rules");
   if (r_.diag().error_count() != errors_before_) return std::nullopt;
   return std::move(k_);
 }

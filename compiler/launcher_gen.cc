@@ -12,6 +12,7 @@
 #include "codegen_text.h"
 #include "dispatcher_gen.h"
 #include "plan.h"
+#include "tensordesc.h"
 
 namespace kpack {
 namespace codegen {
@@ -63,6 +64,35 @@ typedef struct kpack_build_ {
   int narrow; /* width: auto params go as 32-bit copies */
   int ones;   /* equal_to_1 params are constants of the build: not passed */
 } kpack_build_;
+)";
+
+// Triton's scratch for one launch (launcher source of packages that have
+// kernels needing it).
+constexpr const char* kScratchHelper = R"(/* Triton's global and profile scratch for one launch: `gsize` and `psize`
+   bytes for every CTA of grid `g` (programs x num_ctas), global first, from
+   the runtime's workspace of (device, stream).  Triton indexes a launch's
+   scratch in 32 bits. */
+static kpack_status kpack_scratch_for_(const char *name, kpack_stream stream, const int64_t g[3], int64_t gsize,
+                                       int64_t galign, int64_t psize, int64_t palign, void *out[2]) {
+  int bad = 0;
+  const int64_t ctas = kpack_mul_(kpack_mul_(g[0], g[1], &bad), g[2], &bad);
+  const int64_t at = kpack_mul_(kpack_cdiv_(kpack_mul_(ctas, gsize, &bad), palign, &bad), palign, &bad);
+  const int64_t total = kpack_add_(at, kpack_mul_(ctas, psize, &bad), &bad);
+  void *base = NULL;
+  kpack_status st;
+  out[0] = out[1] = NULL;
+  if (bad || total > INT32_MAX)
+    return kpack_fail(KPACK_ERROR_INVALID_ARGUMENT,
+                      "%s: %lld CTAs need more Triton scratch (%lld + %lld bytes each) than the 2147483647 bytes "
+                      "Triton addresses", name, (long long)ctas, (long long)gsize, (long long)psize);
+  if (total == 0) return KPACK_SUCCESS;
+  if ((st = kpack_scratch(name, stream, (uint64_t)total, (uint32_t)(galign > palign ? galign : palign), &base)) !=
+      KPACK_SUCCESS)
+    return st;
+  out[0] = gsize ? base : NULL;
+  out[1] = psize ? (char *)base + at : NULL;
+  return KPACK_SUCCESS;
+}
 )";
 
 constexpr const char* kFloatBits = R"(/* A double's bits, as kpack_fail_no_specialization takes a float value. */
@@ -125,6 +155,7 @@ class LauncherWriter {
     out_ += std::string(kArithmeticHelpers);
     WriteFunctionHelpers();
     if (NeedsFloatBits()) out_ += "\n" + std::string(kFloatBits);
+    if (NeedsScratch()) out_ += "\n" + std::string(kScratchHelper);
     if (NeedsBuildTable()) out_ += "\n" + std::string(kBuildType);
     out_ += "\n";
     out_ += "/* The fatbins, in specialization order (" + pkg_.prefix + "_fatbins.S). */\n";
@@ -150,6 +181,11 @@ class LauncherWriter {
   }
   bool NeedsFloatBits() const { return AnyApiKind(ConstexprKind::kFloat); }
   bool NeedsStrings() const { return NeedsFloatBits() || AnyApiKind(ConstexprKind::kStr); }
+  bool NeedsScratch() const {
+    return std::any_of(triton_.begin(), triton_.end(), [](const auto& entry) {
+      return entry.second.global_scratch.size > 0 || entry.second.profile_scratch.size > 0;
+    });
+  }
   bool NeedsBuildTable() const {
     return std::any_of(groups_.begin(), groups_.end(), [&](const auto& entry) { return Chooses(entry.second); });
   }
@@ -253,10 +289,80 @@ class LauncherWriter {
     return out;
   }
 
+  // Without a compilation (golden tests), a Triton descriptor's box is its
+  // block, unswizzled.
   TritonLaunch LaunchOf(const Specialization& s) const {
     auto it = triton_.find(&s);
-    return it != triton_.end() ? it->second
-                               : TritonLaunch{0, static_cast<uint32_t>(s.kernel->NumWarps(s.values)), 2};
+    if (it != triton_.end()) return it->second;
+    TritonLaunch t;
+    t.num_warps = static_cast<uint32_t>(s.kernel->NumWarps(s.values));
+    t.num_ctas = static_cast<uint32_t>(s.kernel->NumCtas(s.values));
+    for (const Param& p : s.kernel->params)
+      if (p.tensordesc) {
+        DescLayout l = CudaDescLayout(s, p);
+        l.swizzle = 0;
+        t.descs.push_back(l);
+      }
+    return t;
+  }
+
+  static void Append(std::vector<std::string>& to, const std::vector<std::string>& items) {
+    to.insert(to.end(), items.begin(), items.end());
+  }
+
+  // The kernel arguments of param `p`: `value`, or a tensordesc's encoded
+  // map and, for Triton, its shape as i32 and its strides as i64.
+  static std::vector<std::string> KernelArgs(const Specialization& s, const Param& p, const std::string& value) {
+    if (!p.tensordesc) return {value};
+    std::vector<std::string> out = {"(void *)kpack_map_" + p.name};
+    if (s.kernel->language != Language::kTriton) return out;
+    for (size_t d = 0; d < p.tensordesc->Rank(); ++d)
+      out.push_back("(void *)&kpack_shape32_" + p.name + "[" + std::to_string(d) + "]");
+    for (size_t d = 0; d < p.tensordesc->Rank(); ++d)
+      out.push_back("(void *)&" + p.name + "_strides[" + std::to_string(d) + "]");
+    return out;
+  }
+
+  // Each tensordesc param's CUtensorMap, encoded (and checked) by the
+  // runtime from the call's base, shape and strides with the layout the
+  // compile chose (Triton) or the manifest gave (CUDA).
+  void WriteTensorMaps(const Specialization& s) {
+    const Kernel& k = *s.kernel;
+    if (!HasTensorDesc(k)) return;
+    // A CUDA kernel's layout is the manifest's; a Triton kernel's, its compile's.
+    std::vector<DescLayout> layouts;
+    if (k.language == Language::kTriton) layouts = LaunchOf(s).descs;
+    else
+      for (const Param& p : k.params)
+        if (p.tensordesc) layouts.push_back(CudaDescLayout(s, p));
+    out_ += "  kpack_status kpack_map_st;\n";
+    size_t i = 0;
+    for (const Param& p : k.params) {
+      if (!p.tensordesc) continue;
+      const DescLayout& l = layouts.at(i++);
+      std::vector<std::string> box;
+      for (uint32_t v : l.box) box.push_back(std::to_string(v) + "u");
+      const std::string rank = std::to_string(l.box.size());
+      out_ += "  /* " + p.name + ": a TMA descriptor, " + DescLayoutText(l) + ". */\n";
+      out_ += "  static const kpack_tensor_map_spec kpack_tmspec_" + p.name + " = {" + std::to_string(l.data_type) +
+              "u, " + std::to_string(l.elem_bytes) + "u, " + rank + "u, {" + Join(box, ", ") + "}, " +
+              std::to_string(l.swizzle) + "u, " + (p.tensordesc->padding_nan ? "1u" : "0u") + "};\n";
+      out_ += "  _Alignas(64) unsigned char kpack_map_" + p.name + "[128];\n";
+      out_ += "  int32_t kpack_shape32_" + p.name + "[" + rank + "];\n";
+      out_ += "  if ((kpack_map_st = kpack_tensor_map_encode(" + CString(s.name) + ", " + CString(p.name) +
+              ", &kpack_tmspec_" + p.name + ", " + p.name + ", " + p.name + "_shape, " + p.name + "_strides, kpack_map_" +
+              p.name + ", kpack_shape32_" + p.name + ")) != KPACK_SUCCESS)\n";
+      out_ += "    return kpack_map_st;\n";
+    }
+  }
+
+  // A Triton kernel with num_ctas > 1 launches num_ctas CTAs (one
+  // cluster) per program along x.
+  std::vector<std::string> ClusterGrid(const Specialization& s, std::vector<std::string> grid) const {
+    if (s.kernel->language != Language::kTriton) return grid;
+    const uint32_t ctas = LaunchOf(s).num_ctas;
+    if (ctas > 1) grid[0] = "kpack_mul_(" + grid[0] + ", " + std::to_string(ctas) + ", &kpack_bad)";
+    return grid;
   }
 
   void WriteTypedLauncher(size_t i) {
@@ -274,7 +380,7 @@ class LauncherWriter {
     std::vector<std::string> params = LeadingParams(k), args;
     for (const Param& p : k.params) {
       params.push_back(TypedParam(s, p));
-      if (!p.launch_only) args.push_back("(void *)&" + p.name);
+      if (!p.launch_only) Append(args, KernelArgs(s, p, "(void *)&" + p.name));
     }
     out_ += "kpack_status " + s.launcher + "(" + Join(params, ", ") + ") {\n";
     std::vector<std::string> block = Dims(k.launch.block, b);
@@ -286,9 +392,10 @@ class LauncherWriter {
       WriteScratch(t.hidden_pointer_params, args);
     }
     WriteDivisibilityChecks(s);
+    WriteTensorMaps(s);
     WriteDeviceAttributes(s, b);
     out_ += "  int kpack_bad = 0;\n";
-    out_ += "  const int64_t kpack_grid[3] = {" + Join(Dims(k.launch.grid, b), ", ") + "};\n";
+    out_ += "  const int64_t kpack_grid[3] = {" + Join(ClusterGrid(s, Dims(k.launch.grid, b)), ", ") + "};\n";
     out_ += "  const int64_t kpack_block[3] = {" + Join(block, ", ") + "};\n";
     out_ += "  const int64_t kpack_smem = " + smem + ";\n";
     WriteLaunch(s, args, "&" + Descriptor(i));
@@ -312,24 +419,52 @@ class LauncherWriter {
     out_ += "  kpack_status kpack_st = kpack_check_geometry_(" + CString(s.name) +
             ", kpack_bad, kpack_grid, kpack_block, kpack_smem);\n";
     out_ += "  if (kpack_st != KPACK_SUCCESS) return kpack_st;\n";
+    WriteScratchFill(s);
     const Launch& l = s.kernel->launch;
-    out_ += std::string("  return ") + (l.HasAttributes() ? "kpack_launch_ex(" : "kpack_launch(") + descriptor +
+    const bool ex = l.HasAttributes() || ClusterCtas(s) > 1;
+    out_ += std::string("  return ") + (ex ? "kpack_launch_ex(" : "kpack_launch(") + descriptor +
             ", stream, (uint32_t)kpack_grid[0], (uint32_t)kpack_grid[1], (uint32_t)kpack_grid[2],\n"
             "                      (uint32_t)kpack_block[0], (uint32_t)kpack_block[1], (uint32_t)kpack_block[2],\n"
             "                      (uint32_t)kpack_smem, kpack_args";
-    if (l.HasAttributes()) out_ += ",\n                      " + LaunchAttributes(s);
+    if (ex) out_ += ",\n                      " + LaunchAttributes(s);
     out_ += ");\n}\n\n";
+  }
+
+  uint32_t ClusterCtas(const Specialization& s) const {
+    return s.kernel->language == Language::kTriton ? LaunchOf(s).num_ctas : 1;
+  }
+
+  // Right before the launch (the runtime's scratch call leaves the device
+  // for it): the scratch pointers, where the kernel needs scratch.
+  void WriteScratchFill(const Specialization& s) {
+    if (s.kernel->language != Language::kTriton) return;
+    const TritonLaunch t = LaunchOf(s);
+    if (t.global_scratch.size == 0 && t.profile_scratch.size == 0) return;
+    out_ += "  /* Triton's scratch per CTA: " + std::to_string(t.global_scratch.size) + " bytes global (align " +
+            std::to_string(t.global_scratch.align) + "), " + std::to_string(t.profile_scratch.size) +
+            " bytes profile. */\n";
+    out_ += "  if ((kpack_st = kpack_scratch_for_(" + CString(s.name) + ", stream, kpack_grid, " +
+            std::to_string(t.global_scratch.size) + ", " + std::to_string(t.global_scratch.align) + ", " +
+            std::to_string(t.profile_scratch.size) + ", " + std::to_string(t.profile_scratch.align) +
+            ", kpack_scratch)) != KPACK_SUCCESS)\n";
+    out_ += "    return kpack_st;\n";
   }
 
   // kpack_launch_ex's flags and cluster: PDL on every launch or as the
   // call's `pdl` says (with flags 0 the runtime takes cuLaunchKernel's
-  // path, so a call without PDL costs what a plain launch does).
-  static std::string LaunchAttributes(const Specialization& s) {
+  // path, so a call without PDL costs what a plain launch does).  A Triton
+  // kernel's cluster is num_ctas along x, spread over the GPCs as Triton's
+  // own launcher asks.
+  std::string LaunchAttributes(const Specialization& s) const {
     const Launch& l = s.kernel->launch;
     std::vector<std::string> flags;
     if (l.pdl == Pdl::kOn) flags.push_back("KPACK_LAUNCH_PDL");
     if (l.pdl == Pdl::kPerCall) flags.push_back("(pdl ? KPACK_LAUNCH_PDL : 0u)");
     if (l.cooperative) flags.push_back("KPACK_LAUNCH_COOPERATIVE");
+    if (ClusterCtas(s) > 1) {
+      flags.push_back("KPACK_LAUNCH_CLUSTER_SPREAD");
+      return Join(flags, " | ") + ", " + std::to_string(ClusterCtas(s)) + "u, 1u, 1u";
+    }
     std::string out = flags.empty() ? "0u" : Join(flags, " | ");
     ExprBindings b = BindingsFor(s);
     for (size_t d = 0; d < 3; ++d) {
@@ -370,13 +505,16 @@ void LauncherWriter::WriteChoosingLauncher(size_t i, const Group& g) {
   std::vector<std::string> params = LeadingParams(k), args;
   const bool narrow = std::find(g.slots.begin(), g.slots.end(), 2u) != g.slots.end() ||
                       std::find(g.slots.begin(), g.slots.end(), 3u) != g.slots.end();
+  std::vector<size_t> arg_count;  // kernel arguments per passed param
   for (const Param& p : k.params) {
     params.push_back(TypedParam(s, p));
     if (p.launch_only) continue;
     // A narrow build takes a 32-bit copy of each `width: auto` value.
-    args.push_back(narrow && p.width_auto ? "(kpack_b->narrow ? (void *)&kpack_i32_" + p.name + " : (void *)&" +
-                                                p.name + ")"
-                                          : "(void *)&" + p.name);
+    std::vector<std::string> passed = KernelArgs(s, p, narrow && p.width_auto ? "(kpack_b->narrow ? (void *)&kpack_i32_" +
+                                                                                    p.name + " : (void *)&" + p.name + ")"
+                                                                              : "(void *)&" + p.name);
+    arg_count.push_back(passed.size());
+    Append(args, passed);
   }
   out_ += "kpack_status " + s.launcher + "(" + Join(params, ", ") + ") {\n";
   uint32_t hidden = 0;
@@ -385,6 +523,7 @@ void LauncherWriter::WriteChoosingLauncher(size_t i, const Group& g) {
       if (build != kNone) hidden = std::max(hidden, LaunchOf(specs_[build]).hidden_pointer_params);
   WriteScratch(hidden, args);
   WriteDivisibilityChecks(s);
+  WriteTensorMaps(s);
   WriteDeviceAttributes(s, b);
   out_ += "  int kpack_bad = 0;\n";
   WriteComputed(s, b);
@@ -392,18 +531,19 @@ void LauncherWriter::WriteChoosingLauncher(size_t i, const Group& g) {
   WriteBaseChoice(s, g);
   WriteBuildTable(g);
   out_ += "  const kpack_build_ *kpack_b = &kpack_builds[kpack_base][" + SlotChoice(g) + "];\n";
-  out_ += "  const int64_t kpack_grid[3] = {" + Join(Dims(k.launch.grid, b), ", ") + "};\n";
+  out_ += "  const int64_t kpack_grid[3] = {" + Join(ClusterGrid(s, Dims(k.launch.grid, b)), ", ") + "};\n";
   out_ += "  const int64_t kpack_block[3] = {kpack_b->block_x, 1, 1};\n";
   out_ += "  const int64_t kpack_smem = kpack_b->smem;\n";
   if (!OneParams(k).empty()) {
     // The aligned builds take the equal_to_1 params as constants: their
     // argument list leaves them out.
     std::vector<std::string> all = args, ones;
-    size_t i = 0;
+    size_t i = 0, passed = 0;
     for (const Param& p : k.params) {
       if (p.launch_only) continue;
-      if (!p.equal_to_1) ones.push_back(args[i]);
-      ++i;
+      if (!p.equal_to_1) ones.insert(ones.end(), args.begin() + static_cast<long>(i),
+                                     args.begin() + static_cast<long>(i + arg_count[passed]));
+      i += arg_count[passed++];
     }
     ones.insert(ones.end(), args.begin() + static_cast<long>(i), args.end());  // Triton's hidden pointers
     out_ += "  void *kpack_args_all[] = {" + Join(all, ", ") + "};\n";

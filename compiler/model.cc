@@ -110,6 +110,11 @@ int64_t Kernel::NumStages(const std::vector<ConstexprValue>& values) const {
   return OptionOrConstexpr(*this, values, "num_stages", 3);
 }
 
+int64_t Kernel::NumCtas(const std::vector<ConstexprValue>& values) const {
+  const ConstexprValue* v = Option(values, "num_ctas");
+  return v ? v->integer : 1;
+}
+
 namespace {
 
 void NamesRead(const Expr& e, std::set<std::string>& out) {

@@ -60,7 +60,7 @@ struct Constexpr {
   std::string tag;  // name part prefix: "b" in "b256"
   SourceLoc loc;
   // A Triton compile option (num_warps, num_stages, maxnreg,
-  // enable_fp_fusion), not a tl.constexpr parameter of the kernel.
+  // enable_fp_fusion, num_ctas), not a tl.constexpr parameter of the kernel.
   bool option = false;
   ConstexprOrigin origin = ConstexprOrigin::kManifest;
   // A computed constexpr: the launcher evaluates `rule` over the call's
@@ -103,9 +103,24 @@ struct ParamType {
   Scalar scalar = Scalar::kI64; // otherwise the element or value type
 };
 
+// A `type: tensordesc` param (docs/manifest.md, "Tensor descriptors"): a
+// TMA descriptor of a tensor the launcher is given as base, shape and
+// strides.  Its ParamType is the base pointer's.
+struct TensorDesc {
+  std::vector<Expr> block;  // 1..5 dims over the constexprs, outermost first
+  bool padding_nan = false; // out-of-bounds loads read NaN instead of zero
+  // CUDA: CUtensorMapSwizzle (0 none .. 3 128B), from the manifest; Triton
+  // chooses its own at compile time (-1 here).
+  int swizzle = -1;
+  SourceLoc loc, block_loc, padding_loc, swizzle_loc;
+
+  size_t Rank() const { return block.size(); }
+};
+
 struct Param {
   std::string name;
   ParamType type;
+  std::optional<TensorDesc> tensordesc;  // `type: [const] tensordesc`
   int divisibility = 0;   // Triton: 16 promises the value (or address) is a multiple of 16
   // `divisibility: auto` (divisibility is then 16): the hint holds only in
   // the aligned variant, which the launcher picks when the value allows it.
@@ -177,7 +192,8 @@ enum class Language { kCuda, kTriton };
 // Triton's compile options that kpack builds as axes: what triton.Config
 // and the JIT's launch keywords set.
 inline bool IsTritonOption(const std::string& name) {
-  return name == "num_warps" || name == "num_stages" || name == "maxnreg" || name == "enable_fp_fusion";
+  return name == "num_warps" || name == "num_stages" || name == "maxnreg" || name == "enable_fp_fusion" ||
+         name == "num_ctas";
 }
 
 // What the load pass learned of a Triton kernel from its source, without
@@ -303,6 +319,8 @@ struct Kernel {
   int64_t NumWarps(const std::vector<ConstexprValue>& values) const;
   // Triton's num_stages, likewise; else 3.
   int64_t NumStages(const std::vector<ConstexprValue>& values) const;
+  // Triton's num_ctas option (the CTAs of a cluster), else 1.
+  int64_t NumCtas(const std::vector<ConstexprValue>& values) const;
   // The option `name` in `values`, if the kernel has it as an axis.
   const ConstexprValue* Option(const std::vector<ConstexprValue>& values, const std::string& name) const;
 

@@ -19,6 +19,60 @@ std::string TritonScalar(Scalar s) {
   }
 }
 
+// num_ctas and the scratch sizes: absent in metadata of kernels that need
+// none of them (the defaults).
+bool ParseClusterAndScratch(const llvm::json::Object& o, TritonMeta& meta, std::string* error) {
+  const int64_t ctas = o.getInteger("num_ctas").value_or(1);
+  if (ctas < 1 || ctas > 16) {
+    *error = "Triton metadata has num_ctas " + std::to_string(ctas) + " (expected 1 to 16)";
+    return false;
+  }
+  meta.num_ctas = static_cast<uint32_t>(ctas);
+  for (auto [key, into] : {std::pair{"global_scratch", &meta.global_scratch},
+                           std::pair{"profile_scratch", &meta.profile_scratch}}) {
+    const llvm::json::Array* a = o.getArray(key);
+    if (!a) continue;
+    std::optional<int64_t> size = a->size() == 2 ? (*a)[0].getAsInteger() : std::nullopt;
+    std::optional<int64_t> align = a->size() == 2 ? (*a)[1].getAsInteger() : std::nullopt;
+    if (!size || !align || *size < 0 || *size > INT32_MAX || *align < 1 || *align > 4096 || (*align & (*align - 1))) {
+      *error = std::string("Triton metadata has a malformed ") + key + " (expected [bytes per CTA, power-of-two "
+               "alignment])";
+      return false;
+    }
+    *into = TritonScratch{static_cast<uint32_t>(*size), static_cast<uint32_t>(*align)};
+  }
+  return true;
+}
+
+// `tensordesc`: the TMA layout Triton chose for each descriptor param.
+bool ParseDescs(const llvm::json::Object& o, TritonMeta& meta, std::string* error) {
+  const llvm::json::Array* descs = o.getArray("tensordesc");
+  for (size_t i = 0; descs && i < descs->size(); ++i) {
+    const llvm::json::Object* d = (*descs)[i].getAsObject();
+    std::optional<int64_t> type = d ? d->getInteger("data_type") : std::nullopt;
+    std::optional<int64_t> bytes = d ? d->getInteger("elem_bytes") : std::nullopt;
+    std::optional<int64_t> swizzle = d ? d->getInteger("swizzle") : std::nullopt;
+    const llvm::json::Array* box = d ? d->getArray("box") : nullptr;
+    DescLayout l;
+    bool ok = type && bytes && swizzle && box && *type >= 0 && *type <= 15 && *bytes >= 1 && *bytes <= 8 &&
+              *swizzle >= 0 && *swizzle <= 3 && !box->empty() && box->size() <= 5;
+    for (size_t j = 0; ok && j < box->size(); ++j) {
+      std::optional<int64_t> v = (*box)[j].getAsInteger();
+      ok = v && *v >= 1 && *v <= 256;
+      if (ok) l.box.push_back(static_cast<uint32_t>(*v));
+    }
+    if (!ok) {
+      *error = "Triton metadata has a malformed tensordesc entry " + std::to_string(i);
+      return false;
+    }
+    l.data_type = static_cast<uint32_t>(*type);
+    l.elem_bytes = static_cast<uint32_t>(*bytes);
+    l.swizzle = static_cast<uint32_t>(*swizzle);
+    meta.descs.push_back(l);
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string TritonType(const Specialization& s, const ParamType& t) {
@@ -53,7 +107,8 @@ std::string TritonRequest(const Specialization& s, const Arch& arch) {
   llvm::json::Array params;
   for (const Param& p : k.params) {
     if (p.launch_only) continue;
-    llvm::json::Object param{{"name", p.name}, {"triton_type", TritonType(s, s.TypeOf(p))}};
+    llvm::json::Object param{{"name", p.name},
+                             {"triton_type", p.tensordesc ? TritonDescType(s, p) : TritonType(s, s.TypeOf(p))}};
     if (int d = s.Divisibility(p)) param["divisibility"] = d;
     if (s.aligned && p.equal_to_1) param["equal_to_1"] = true;  // the constant 1, as the JIT has it
     params.push_back(std::move(param));
@@ -104,8 +159,14 @@ std::optional<TritonMeta> ParseTritonMeta(const std::string& json, std::string* 
     *error = "Triton metadata lacks name, shared, num_warps or hidden_pointer_params";
     return std::nullopt;
   }
-  return TritonMeta{name->str(), static_cast<uint32_t>(*shared), static_cast<uint32_t>(*warps),
-                    static_cast<uint32_t>(*hidden), JsonGetStrings(*o, "inputs")};
+  TritonMeta meta;
+  meta.name = name->str();
+  meta.shared = static_cast<uint32_t>(*shared);
+  meta.num_warps = static_cast<uint32_t>(*warps);
+  meta.hidden_pointer_params = static_cast<uint32_t>(*hidden);
+  meta.inputs = JsonGetStrings(*o, "inputs");
+  if (!ParseClusterAndScratch(*o, meta, error) || !ParseDescs(*o, meta, error)) return std::nullopt;
+  return meta;
 }
 
 std::string ProbeTriton(ToolRunner& runner, TritonTools& tools) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "expand.h"
+#include "tensordesc.h"
 #include "toolchain.h"
 
 namespace kpack {
@@ -20,12 +21,22 @@ std::string TritonType(const Specialization& s, const ParamType& t);
 // The JSON request for compiling `s` for `arch` (see triton_helper.py).
 std::string TritonRequest(const Specialization& s, const Arch& arch);
 
+// Triton's global or profile scratch: bytes per CTA and their alignment.
+struct TritonScratch {
+  uint32_t size = 0;
+  uint32_t align = 1;
+  bool operator==(const TritonScratch&) const = default;
+};
+
 // What Triton decided for one compiled unit.
 struct TritonMeta {
   std::string name;                 // the kernel symbol in the cubin
-  uint32_t shared = 0;              // dynamic shared memory per launch
+  uint32_t shared = 0;              // dynamic shared memory per launch (per CTA)
   uint32_t num_warps = 4;           // the block is 32 x num_warps threads
-  uint32_t hidden_pointer_params = 0;  // appended by Triton, passed as NULL
+  uint32_t num_ctas = 1;            // CTAs per cluster (program)
+  uint32_t hidden_pointer_params = 0;  // appended by Triton: global, profile scratch
+  TritonScratch global_scratch, profile_scratch;
+  std::vector<DescLayout> descs;       // each tensordesc param's TMA layout, in order
   std::vector<std::string> inputs;     // every file the kernel was made from
 };
 

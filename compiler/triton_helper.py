@@ -257,24 +257,52 @@ def compile_kernel(request_path, cubin_path, meta_path):
     write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path)
 
 
+# Triton's tensordesc_meta elem_type is the PTX tensormap enum, which
+# equals CUtensorMapDataType but for these (TMA_DTYPE_DEVICE_TO_HOST).
+DEVICE_TO_HOST_TMA_DTYPE = {8: 10, 9: 8, 10: 9}
+
+
+def descriptor_layouts(fn, md):
+    """The TMA layout Triton chose for each host tensor descriptor param, in
+    order: what the launcher encodes its CUtensorMap with.  The box is
+    Triton's block_size (cut to the swizzle span, and per CTA of a
+    cluster), not the block the manifest gives."""
+    layouts = []
+    for i, d in enumerate(getattr(md, "tensordesc_meta", None) or []):
+        if d.get("fp4_padded"):
+            fail("%s: tensor descriptor %d is fp4-padded, which kpack does not encode" % (fn.__name__, i))
+        unknown = set(d) - {"swizzle", "elem_size", "elem_type", "block_size", "fp4_padded"}
+        if unknown:
+            fail("%s: tensor descriptor %d has metadata kpack does not know (%s): this Triton is newer than "
+                 "kpack supports" % (fn.__name__, i, ", ".join(sorted(unknown))))
+        layouts.append({"data_type": DEVICE_TO_HOST_TMA_DTYPE.get(d["elem_type"], d["elem_type"]),
+                        "elem_bytes": int(d["elem_size"]), "box": [int(b) for b in d["block_size"]],
+                        "swizzle": int(d["swizzle"])})
+    return layouts
+
+
 def write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path):
     md = compiled.metadata
-    global_scratch = getattr(md, "global_scratch_size", 0) or 0
-    profile_scratch = getattr(md, "profile_scratch_size", 0) or 0
-    if global_scratch > 0:
-        fail("%s needs %d bytes of global scratch memory, which the kpack runtime cannot provide yet"
-             % (fn.__name__, global_scratch))
-    if profile_scratch > 0:
-        fail("%s needs %d bytes of profile scratch memory, which the kpack runtime cannot provide yet"
-             % (fn.__name__, profile_scratch))
+    descriptors = [p for p in request["params"] if p["triton_type"].startswith("tensordesc<")]
+    layouts = descriptor_layouts(fn, md)
+    if len(layouts) != len(descriptors):
+        fail("%s: Triton laid out %d tensor descriptors for the %d tensordesc params" % (fn.__name__, len(layouts),
+                                                                                        len(descriptors)))
     meta = {
         "name": md.name,
         "shared": int(md.shared),
         "num_warps": int(md.num_warps),
         "num_stages": int(md.num_stages),
+        "num_ctas": int(getattr(md, "num_ctas", 1) or 1),
         # Triton >= 3.3 appends global_scratch and profile_scratch pointers
-        # to every kernel; the launcher passes NULL for each.
+        # to every kernel; the launcher passes the runtime's scratch (NULL
+        # where a kernel needs none).  Sizes are per CTA.
         "hidden_pointer_params": 2,
+        "global_scratch": [int(getattr(md, "global_scratch_size", 0) or 0),
+                           int(getattr(md, "global_scratch_align", 1) or 1)],
+        "profile_scratch": [int(getattr(md, "profile_scratch_size", 0) or 0),
+                            int(getattr(md, "profile_scratch_align", 1) or 1)],
+        "tensordesc": layouts,
         "triton_version": triton.__version__,
         # Every file the kernel was made from: the cache and Ninja rebuild
         # the unit when one changes.

@@ -63,7 +63,6 @@ std::optional<TypedValue> FromJson(const std::string& literal) {
 struct Config {
   std::vector<std::pair<std::string, TypedValue>> fields;
   SourceLoc loc;
-  bool saw_num_ctas = false;  // a manifest config's num_ctas: 1, which is no field
 
   const TypedValue* Find(const std::string& name) const {
     for (const auto& [n, v] : fields)
@@ -90,12 +89,9 @@ std::optional<Config> FromDecorator(FileReader& r, const TritonConfigFacts& fact
     }
     c.fields.emplace_back(name, *v);
   }
-  if (facts.num_ctas != 1) {
-    r.diag().Error(loc, "an autotune config has num_ctas=" + std::to_string(facts.num_ctas) +
-                            ", which needs thread-block cluster launches; kpack launches num_ctas=1 only");
-    return std::nullopt;
-  }
   c.fields.emplace_back("num_warps", IntValue(facts.num_warps));
+  // A cluster only where a config asks for one: num_ctas=1 is no axis.
+  if (facts.num_ctas != 1) c.fields.emplace_back("num_ctas", IntValue(facts.num_ctas));
   c.fields.emplace_back("num_stages", IntValue(facts.num_stages));
   if (facts.maxnreg) c.fields.emplace_back("maxnreg", IntValue(*facts.maxnreg));
   // Checks of the values (num_warps 3) are reported at the decorator.
@@ -115,17 +111,9 @@ std::optional<Config> FromManifest(FileReader& r, const YAML::Node& node) {
     std::optional<std::string> literal = r.JsonLiteral(entry.second, "an autotune config value");
     if (!name || !literal) return std::nullopt;
     // YAML accepts a key twice; which value was meant is unknown.
-    if (c.Find(*name) || (*name == "num_ctas" && c.saw_num_ctas)) {
+    if (c.Find(*name)) {
       r.Error(entry.first, "duplicate key '" + *name + "' in an autotune config");
       return std::nullopt;
-    }
-    if (*name == "num_ctas") {
-      if (*literal != "1") {
-        r.Error(entry.second, "num_ctas must be 1: kpack launches no thread-block clusters");
-        return std::nullopt;
-      }
-      c.saw_num_ctas = true;
-      continue;
     }
     std::optional<TypedValue> v = FromJson(*literal);
     if (!v || *literal == "null") {
@@ -273,6 +261,7 @@ class Merger {
     if (field == "num_warps") return IntValue(4);
     if (field == "num_stages") return IntValue(3);
     if (field == "maxnreg") return IntValue(0);
+    if (field == "num_ctas") return IntValue(1);
     const TritonParamFacts* p = source_.FindParam(field);
     if (p && p->default_json) return FromJson(*p->default_json);
     return std::nullopt;

@@ -25,7 +25,8 @@ struct OptionSpec {
 constexpr OptionSpec kOptions[] = {{"num_warps", ConstexprKind::kInt, "w"},
                                    {"num_stages", ConstexprKind::kInt, "stages"},
                                    {"maxnreg", ConstexprKind::kInt, "maxnreg"},
-                                   {"enable_fp_fusion", ConstexprKind::kBool, "fpfusion"}};
+                                   {"enable_fp_fusion", ConstexprKind::kBool, "fpfusion"},
+                                   {"num_ctas", ConstexprKind::kInt, "ctas"}};
 
 void CheckOptionValues(FileReader& r, const Constexpr& c) {
   if (c.kind != (c.name == "enable_fp_fusion" ? ConstexprKind::kBool : ConstexprKind::kInt)) {
@@ -36,6 +37,11 @@ void CheckOptionValues(FileReader& r, const Constexpr& c) {
     if (c.name == "num_warps" && (v.integer < 1 || v.integer > 32 || (v.integer & (v.integer - 1))))
       r.diag().Error(v.loc, "num_warps must be a power of two from 1 to 32");
     if (c.name == "num_stages" && v.integer < 1) r.diag().Error(v.loc, "num_stages must be at least 1");
+    // A cluster of num_ctas CTAs: sm_90's portable sizes, and 16, which
+    // the runtime opts in to (non-portable cluster size).
+    if (c.name == "num_ctas" && v.integer != 1 && v.integer != 2 && v.integer != 4 && v.integer != 8 &&
+        v.integer != 16)
+      r.diag().Error(v.loc, "num_ctas must be 1, 2, 4, 8 or 16 (the CTAs of a thread-block cluster)");
     // ptxas's .maxnreg range; 0 is an autotune config that sets none.
     const bool no_limit = c.origin == ConstexprOrigin::kAutotune && v.integer == 0;
     if (c.name == "maxnreg" && !no_limit && (v.integer < 16 || v.integer > 255))
@@ -128,7 +134,7 @@ void ResolveTritonModule(FileReader& r, Kernel& k) {
 void ReadTritonOptions(FileReader& r, const PendingTritonKeys& keys, Kernel& k) {
   if (!keys.options.IsDefined()) return;
   const YAML::Node& v = keys.options;
-  if (!r.CheckMap(v, "options", {"num_warps", "num_stages", "maxnreg", "enable_fp_fusion"}, {})) return;
+  if (!r.CheckMap(v, "options", {"num_warps", "num_stages", "maxnreg", "enable_fp_fusion", "num_ctas"}, {})) return;
   for (const auto& entry : v) {
     const std::string name = entry.first.Scalar();
     const OptionSpec* spec = std::find_if(std::begin(kOptions), std::end(kOptions),
@@ -171,6 +177,14 @@ void CheckTritonKernel(FileReader& r, const Kernel& k) {
                      "'" + p.name + "' asks for a variant, but the kernel says variants: none");
   for (const Constexpr& c : k.constexprs) {
     if (c.option) CheckOptionValues(r, c);
+    const bool cluster = c.name == "num_ctas" && c.option &&
+                         std::any_of(c.values.begin(), c.values.end(), [](const ConstexprValue& v) { return v.integer > 1; });
+    for (const Arch& a : k.archs)
+      if (cluster && a.number < 90) {
+        r.diag().Error(c.loc, "num_ctas above 1 launches thread-block clusters, which need sm_90 or later; the kernel "
+                              "is built for " + a.Name());
+        break;
+      }
     if (c.values.empty())
       r.diag().Error(c.loc, "constexpr '" + c.name + "' has no values to build: give it values: [...]");
   }

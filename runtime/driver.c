@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <string.h>
 
 /* The library loaded when no test path is set. */
@@ -55,6 +56,20 @@ _Static_assert(_Generic(&cuLaunchKernel, kpack_pfn_launch_kernel: 1, default: 0)
    variants have this prototype, and k_lazy_symbols names the legacy one. */
 _Static_assert(_Generic(&cuLaunchKernelEx, kpack_pfn_launch_kernel_ex: 1, default: 0),
                "cuLaunchKernelEx");
+_Static_assert(_Generic(&cuTensorMapEncodeTiled, kpack_pfn_tensor_map_encode_tiled: 1, default: 0),
+               "cuTensorMapEncodeTiled");
+/* The legacy-default-stream variants, as for cuLaunchKernel (k_lazy_symbols
+   names them); the _ptsz ones have the same prototypes. */
+_Static_assert(_Generic(&cuMemAllocAsync, kpack_pfn_mem_alloc_async: 1, default: 0),
+               "cuMemAllocAsync");
+_Static_assert(_Generic(&cuMemFreeAsync, kpack_pfn_mem_free_async: 1, default: 0),
+               "cuMemFreeAsync");
+_Static_assert(_Generic(&cuMemFree, kpack_pfn_mem_free: 1, default: 0), "cuMemFree_v2");
+_Static_assert(_Generic(&cuStreamIsCapturing, kpack_pfn_stream_is_capturing: 1, default: 0),
+               "cuStreamIsCapturing");
+_Static_assert(_Generic(&cuOccupancyMaxActiveClusters,
+                        kpack_pfn_occupancy_max_active_clusters: 1, default: 0),
+               "cuOccupancyMaxActiveClusters");
 /* dlsym returns void *; POSIX guarantees function pointers have its size and
    representation, which resolve_entry_points(), ensure_initialized() and
    the lazy entry points rely on. */
@@ -89,6 +104,12 @@ static const char *const k_lazy_symbols[KPACK_LAZY_COUNT] = {
     [KPACK_LAZY_DEVICE_GET_ATTRIBUTE] = "cuDeviceGetAttribute",
     [KPACK_LAZY_LAUNCH_KERNEL_EX] = "cuLaunchKernelEx",
     [KPACK_LAZY_DEVICE_GET_NAME] = "cuDeviceGetName",
+    [KPACK_LAZY_TENSOR_MAP_ENCODE_TILED] = "cuTensorMapEncodeTiled",
+    [KPACK_LAZY_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+    [KPACK_LAZY_MEM_FREE_ASYNC] = "cuMemFreeAsync",
+    [KPACK_LAZY_MEM_FREE] = "cuMemFree_v2",
+    [KPACK_LAZY_STREAM_IS_CAPTURING] = "cuStreamIsCapturing",
+    [KPACK_LAZY_OCCUPANCY_MAX_ACTIVE_CLUSTERS] = "cuOccupancyMaxActiveClusters",
 };
 
 _Atomic(const kpack_driver *) kpack_rt_driver_table;
@@ -336,8 +357,43 @@ KPACK_LAZY_GETTER(kpack_pfn_device_get_attribute, kpack_rt_device_get_attribute,
 KPACK_LAZY_GETTER(kpack_pfn_launch_kernel_ex, kpack_rt_launch_kernel_ex,
                   KPACK_LAZY_LAUNCH_KERNEL_EX)
 KPACK_LAZY_GETTER(kpack_pfn_device_get_name, kpack_rt_device_get_name, KPACK_LAZY_DEVICE_GET_NAME)
+KPACK_LAZY_GETTER(kpack_pfn_tensor_map_encode_tiled, kpack_rt_tensor_map_encode_tiled,
+                  KPACK_LAZY_TENSOR_MAP_ENCODE_TILED)
+KPACK_LAZY_GETTER(kpack_pfn_mem_alloc_async, kpack_rt_mem_alloc_async, KPACK_LAZY_MEM_ALLOC_ASYNC)
+KPACK_LAZY_GETTER(kpack_pfn_mem_free_async, kpack_rt_mem_free_async, KPACK_LAZY_MEM_FREE_ASYNC)
+KPACK_LAZY_GETTER(kpack_pfn_mem_free, kpack_rt_mem_free, KPACK_LAZY_MEM_FREE)
+KPACK_LAZY_GETTER(kpack_pfn_stream_is_capturing, kpack_rt_stream_is_capturing,
+                  KPACK_LAZY_STREAM_IS_CAPTURING)
+KPACK_LAZY_GETTER(kpack_pfn_occupancy_max_active_clusters, kpack_rt_occupancy_max_active_clusters,
+                  KPACK_LAZY_OCCUPANCY_MAX_ACTIVE_CLUSTERS)
 
 /* See driver.h. */
 kpack_status kpack_rt_fail_missing(kpack_lazy_entry e) {
   return fail_too_old(g_loaded_path, k_lazy_symbols[e]);
+}
+
+/* See driver.h. */
+kpack_status kpack_rt_fail_cu(const kpack_driver *d, kpack_status status, CUresult r,
+                              const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  kpack_rt_vfail(status, (int)r, fmt, ap);
+  va_end(ap);
+  kpack_rt_append_detail(" failed: %s (%d)", kpack_rt_cu_name(d, r), (int)r);
+  return status;
+}
+
+/* See driver.h. */
+void kpack_rt_append_memory_info(const kpack_driver *d, CUresult r, CUdevice dev) {
+  if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+    return;
+  }
+  kpack_pfn_mem_get_info mem_get_info = kpack_rt_mem_get_info(d);
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (mem_get_info == NULL || mem_get_info(&free_bytes, &total_bytes) != CUDA_SUCCESS) {
+    return;
+  }
+  kpack_rt_append_detail("; device %d has %zu MiB free of %zu MiB", (int)dev,
+                         free_bytes >> 20, total_bytes >> 20);
 }

@@ -42,6 +42,18 @@ typedef CUresult (*kpack_pfn_launch_kernel)(CUfunction f, unsigned int grid_x,
                                             CUstream stream, void **params, void **extra);
 typedef CUresult (*kpack_pfn_launch_kernel_ex)(const CUlaunchConfig *config, CUfunction f,
                                                void **params, void **extra);
+typedef CUresult (*kpack_pfn_tensor_map_encode_tiled)(
+    CUtensorMap *map, CUtensorMapDataType data_type, cuuint32_t rank, void *address,
+    const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+    const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2_promotion,
+    CUtensorMapFloatOOBfill oob_fill);
+typedef CUresult (*kpack_pfn_mem_alloc_async)(CUdeviceptr *ptr, size_t bytes, CUstream stream);
+typedef CUresult (*kpack_pfn_mem_free_async)(CUdeviceptr ptr, CUstream stream);
+typedef CUresult (*kpack_pfn_mem_free)(CUdeviceptr ptr);
+typedef CUresult (*kpack_pfn_stream_is_capturing)(CUstream stream, CUstreamCaptureStatus *status);
+typedef CUresult (*kpack_pfn_occupancy_max_active_clusters)(int *clusters, CUfunction f,
+                                                            const CUlaunchConfig *config);
 
 /*
  * The driver entry points that a first launch calls, resolved (dlsym) when
@@ -75,7 +87,11 @@ typedef struct kpack_driver {
  * failure"), and cuLaunchKernelEx only for a kpack_launch_ex with launch
  * attributes (one without any launches through cuLaunchKernel).
  * cuDeviceGetName is read once per device, by the first call of a tuned
- * auto dispatcher there (kpack_tuning_select).
+ * auto dispatcher there (kpack_tuning_select).  cuTensorMapEncodeTiled is
+ * for launchers with tensor descriptors (tensor_map.c); the memory and
+ * stream-capture calls for scratch workspaces (workspace.c), and
+ * cuOccupancyMaxActiveClusters for the first launch with a cluster on a
+ * device.
  */
 typedef enum kpack_lazy_entry {
   KPACK_LAZY_GET_ERROR_NAME,       /* cuGetErrorName */
@@ -85,6 +101,12 @@ typedef enum kpack_lazy_entry {
   KPACK_LAZY_DEVICE_GET_ATTRIBUTE, /* cuDeviceGetAttribute */
   KPACK_LAZY_LAUNCH_KERNEL_EX,     /* cuLaunchKernelEx (legacy default stream) */
   KPACK_LAZY_DEVICE_GET_NAME,      /* cuDeviceGetName */
+  KPACK_LAZY_TENSOR_MAP_ENCODE_TILED, /* cuTensorMapEncodeTiled */
+  KPACK_LAZY_MEM_ALLOC_ASYNC,      /* cuMemAllocAsync (legacy default stream) */
+  KPACK_LAZY_MEM_FREE_ASYNC,       /* cuMemFreeAsync (legacy default stream) */
+  KPACK_LAZY_MEM_FREE,             /* cuMemFree_v2 (cuda.h's cuMemFree) */
+  KPACK_LAZY_STREAM_IS_CAPTURING,  /* cuStreamIsCapturing (legacy default stream) */
+  KPACK_LAZY_OCCUPANCY_MAX_ACTIVE_CLUSTERS, /* cuOccupancyMaxActiveClusters */
   KPACK_LAZY_COUNT
 } kpack_lazy_entry;
 
@@ -143,6 +165,13 @@ kpack_pfn_kernel_set_attribute kpack_rt_kernel_set_attribute(const kpack_driver 
 kpack_pfn_device_get_attribute kpack_rt_device_get_attribute(const kpack_driver *d);
 kpack_pfn_launch_kernel_ex kpack_rt_launch_kernel_ex(const kpack_driver *d);
 kpack_pfn_device_get_name kpack_rt_device_get_name(const kpack_driver *d);
+kpack_pfn_tensor_map_encode_tiled kpack_rt_tensor_map_encode_tiled(const kpack_driver *d);
+kpack_pfn_mem_alloc_async kpack_rt_mem_alloc_async(const kpack_driver *d);
+kpack_pfn_mem_free_async kpack_rt_mem_free_async(const kpack_driver *d);
+kpack_pfn_mem_free kpack_rt_mem_free(const kpack_driver *d);
+kpack_pfn_stream_is_capturing kpack_rt_stream_is_capturing(const kpack_driver *d);
+kpack_pfn_occupancy_max_active_clusters kpack_rt_occupancy_max_active_clusters(
+    const kpack_driver *d);
 
 /*
  * Fails with KPACK_ERROR_DRIVER_TOO_OLD (CUresult 0) for lazy entry point
@@ -158,5 +187,26 @@ kpack_status kpack_rt_fail_missing(kpack_lazy_entry e);
  * NULL.
  */
 const char *kpack_rt_cu_name(const kpack_driver *d, CUresult result);
+
+/*
+ * Records the failure of a driver call with `status` and CUresult `r`: the
+ * detail is the printf-style prefix (which names the call) followed by
+ * " failed: NAME (code)".  Returns `status`.
+ */
+kpack_status kpack_rt_fail_cu(const kpack_driver *d, kpack_status status, CUresult r,
+                              const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/*
+ * After an out-of-memory failure (`r` is CUDA_ERROR_OUT_OF_MEMORY; any
+ * other result does nothing), appends "; device D has F MiB free of T MiB"
+ * to the thread's detail, which tells "the device is full" apart from "this
+ * request is huge".  Best effort: nothing is added if the driver cannot say
+ * (or lacks cuMemGetInfo_v2).
+ */
+void kpack_rt_append_memory_info(const kpack_driver *d, CUresult r, CUdevice dev);
 
 #endif /* KPACK_RUNTIME_DRIVER_H */

@@ -37,6 +37,7 @@ static const char *const k_status_names[KPACK_STATUS_COUNT] = {
     "KPACK_ERROR_ABI_MISMATCH",
     "KPACK_ERROR_DRIVER",
     "KPACK_ERROR_INTERNAL",
+    "KPACK_ERROR_WORKSPACE_TOO_SMALL",
 };
 
 static const char *const k_status_messages[KPACK_STATUS_COUNT] = {
@@ -48,12 +49,13 @@ static const char *const k_status_messages[KPACK_STATUS_COUNT] = {
     "The calling thread has no current CUDA context.",
     "The library has no machine code that runs on the current device.",
     "No specialization was built for the requested constexpr values.",
-    "The device ran out of memory while loading a kernel.",
+    "The device ran out of memory while loading a kernel or allocating scratch memory.",
     "The driver could not load a kernel.",
     "The driver rejected the kernel launch.",
     "The generated launchers were built for a different kpack runtime ABI.",
     "A CUDA driver call failed.",
     "Internal error in the kpack runtime.",
+    "The scratch workspace of the stream is too small for the launch and cannot grow.",
 };
 
 /* Each table must have exactly one entry per status. */
@@ -61,7 +63,7 @@ _Static_assert(sizeof k_status_names / sizeof k_status_names[0] == KPACK_STATUS_
                "one name per status");
 _Static_assert(sizeof k_status_messages / sizeof k_status_messages[0] == KPACK_STATUS_COUNT,
                "one message per status");
-_Static_assert(KPACK_ERROR_INTERNAL == KPACK_STATUS_COUNT - 1, "status count");
+_Static_assert(KPACK_ERROR_WORKSPACE_TOO_SMALL == KPACK_STATUS_COUNT - 1, "status count");
 
 /* Returns whether `status` is one of the pinned values. */
 static int status_is_known(kpack_status status) {

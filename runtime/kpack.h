@@ -89,7 +89,9 @@ typedef enum kpack_status {
   /* A dispatcher was asked for constexpr values that were not built; the
      detail lists the values that were built. */
   KPACK_ERROR_NO_SPECIALIZATION = 7,
-  /* The device ran out of memory while loading a kernel. */
+  /* The device ran out of memory while loading a kernel or allocating a
+     scratch workspace (kpack_workspace_reserve, and launches that grow
+     one). */
   KPACK_ERROR_OUT_OF_MEMORY = 8,
   /* cuLibraryLoadData or cuLibraryGetKernel failed, or the first launch on a
      device could not load the code into its context. */
@@ -102,12 +104,20 @@ typedef enum kpack_status {
   /* Any other driver error; kpack_last_cu_result() has the CUresult. */
   KPACK_ERROR_DRIVER = 12,
   /* Internal inconsistency (a bug in kpack), or a limit of the runtime: a
-     device ordinal of KPACK_MAX_DEVICES (64) or more. */
-  KPACK_ERROR_INTERNAL = 13
+     device ordinal of KPACK_MAX_DEVICES (64) or more, or scratch
+     workspaces for more than KPACK_WORKSPACE_STREAMS (64) streams on one
+     device. */
+  KPACK_ERROR_INTERNAL = 13,
+  /* A launch needs more scratch memory than its stream's workspace has,
+     and the workspace cannot grow: it is the caller's
+     (kpack_workspace_set), or the stream is capturing a graph (reserve the
+     workspace before the capture with kpack_workspace_reserve).  The
+     detail names the bytes needed. */
+  KPACK_ERROR_WORKSPACE_TOO_SMALL = 14
 } kpack_status;
 
 /* Number of status codes; valid codes are 0 .. KPACK_STATUS_COUNT-1. */
-#define KPACK_STATUS_COUNT 14
+#define KPACK_STATUS_COUNT 15
 
 /*
  * Returns the enumerator's name, e.g. "KPACK_ERROR_NO_DEVICE".  Unknown
@@ -211,13 +221,15 @@ typedef struct kpack_build_info {
 kpack_status kpack_init(void);
 
 /*
- * Unloads every library this runtime loaded (cuLibraryUnload) and forgets
+ * Unloads every library this runtime loaded (cuLibraryUnload), frees every
+ * scratch workspace the runtime allocated (cuMemFree: no launch using one
+ * may still run; synchronize first) and forgets the caller's, and forgets
  * the driver, and what it learned of the devices (attributes, names, and
  * which tuning each auto dispatcher chose for them), so that the next
  * launch starts from scratch.  For leak
  * checkers and tests; engines never need it.  NOT thread-safe: no other
  * thread may be inside a kpack call.  Returns KPACK_SUCCESS or the status of
- * the first failed unload.
+ * the first failed unload or free (everything is forgotten all the same).
  */
 kpack_status kpack_unload_all(void);
 
@@ -230,6 +242,115 @@ kpack_status kpack_unload_all(void);
  * NULL pointers are skipped.
  */
 void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resolved);
+
+/* ---- Scratch workspaces ---------------------------------------------------- */
+
+/*
+ * Some kernels need global scratch memory for each launch (Triton kernels
+ * with device-side tensor descriptors, or profiling).  The runtime keeps a
+ * workspace per (device, stream) and hands each such launch its scratch
+ * from the workspace of the launch's stream, on the device of the calling
+ * thread's current context: launches on one stream run in order, so they
+ * share it; launches on different streams get different workspaces.  The
+ * memory is not zeroed; the kernels do not need it to be.
+ *
+ * By default the runtime allocates a workspace at the first launch on a
+ * stream that needs scratch, and grows it when a launch needs more, with
+ * the stream-ordered allocator (cuMemAllocAsync on that stream; the old
+ * buffer is freed with cuMemFreeAsync on the same stream, after the work
+ * already queued there that uses it).  Sizes are rounded up to a power of
+ * two, at least 1 MiB, so a workspace grows a few times at most.  Nothing
+ * synchronizes.  The functions below pre-size a workspace, supply the
+ * caller's own memory instead, free one, and report what the runtime holds.
+ *
+ * Stream capture: a workspace cannot grow while its stream is capturing a
+ * graph (the graph would keep pointing at memory freed later).  A launch
+ * whose workspace is big enough captures fine; one that would need it to
+ * grow fails with KPACK_ERROR_WORKSPACE_TOO_SMALL, naming the bytes it
+ * needs.  Call kpack_workspace_reserve(stream, bytes) before the capture,
+ * with the most scratch any launch captured on that stream needs (for a
+ * Triton kernel: grid blocks x num_ctas x its scratch size per CTA).
+ *
+ * Ordering across threads: launches on one stream from several threads at
+ * once are ordered by nothing, so a workspace that grows then may be freed
+ * (stream-ordered) before another thread's launch using the old buffer is
+ * queued.  Pre-size the workspace, or launch on each stream from one
+ * thread at a time.  Programmatic dependent launches (KPACK_LAUNCH_PDL) of
+ * two scratch-using kernels on one stream may overlap on the workspace.
+ */
+
+/* Streams per device that can have a workspace at once (slots are reused
+   after kpack_workspace_release). */
+#define KPACK_WORKSPACE_STREAMS 64
+
+/*
+ * Makes the `bytes` bytes at `ptr` (device memory of the current device,
+ * or memory it can access) the scratch workspace of `stream` on the
+ * current context's device, instead of the runtime's.  The runtime never
+ * frees it, and never grows it: a launch on `stream` that needs more fails
+ * with KPACK_ERROR_WORKSPACE_TOO_SMALL ("<spec>: needs N bytes of scratch;
+ * the caller's workspace for stream 0x... on device D has M
+ * (kpack_workspace_set)").  `ptr` need not be aligned: each launch's
+ * scratch is aligned up inside the buffer, and the bytes skipped count
+ * against `bytes`.  The memory must stay valid until the last launch on
+ * `stream` that uses it has finished, and until it is replaced (another
+ * call), reverted or released.
+ *
+ * A NULL `ptr` or 0 `bytes` reverts the stream to the runtime's workspace
+ * (allocated again when a launch needs it).  Giving memory to a stream that
+ * has a runtime workspace frees that workspace (cuMemFreeAsync on
+ * `stream`); refused while the stream is capturing a graph
+ * (KPACK_ERROR_INVALID_ARGUMENT).
+ *
+ * Loads the driver if needed and needs a current context.  Returns
+ * KPACK_SUCCESS, or with the detail set: the driver load's statuses,
+ * KPACK_ERROR_NO_CONTEXT, KPACK_ERROR_INVALID_ARGUMENT,
+ * KPACK_ERROR_INTERNAL (the device has workspaces for
+ * KPACK_WORKSPACE_STREAMS streams already), KPACK_ERROR_DRIVER_TOO_OLD (no
+ * cuMemFreeAsync or cuStreamIsCapturing) or KPACK_ERROR_DRIVER.
+ * Thread-safe.
+ */
+kpack_status kpack_workspace_set(kpack_stream stream, void *ptr, size_t bytes);
+
+/*
+ * Grows the runtime's workspace of `stream` on the current context's
+ * device to at least `bytes` now (rounded up as described above; nothing
+ * happens if it is that big already; 0 does nothing), so that launches on
+ * `stream` need not grow it later, e.g. during stream capture.  Allocated
+ * with cuMemAllocAsync on `stream`, the old buffer freed with
+ * cuMemFreeAsync on `stream`.
+ *
+ * Returns KPACK_SUCCESS, or with the detail set: the driver load's
+ * statuses; KPACK_ERROR_NO_CONTEXT; KPACK_ERROR_INVALID_ARGUMENT (the
+ * stream has the caller's workspace, from kpack_workspace_set, or `bytes`
+ * is more than 2^48); KPACK_ERROR_WORKSPACE_TOO_SMALL (the stream is
+ * capturing a graph); KPACK_ERROR_OUT_OF_MEMORY (the CUresult kept);
+ * KPACK_ERROR_INTERNAL (too many streams); KPACK_ERROR_DRIVER_TOO_OLD (no
+ * cuMemAllocAsync, cuMemFreeAsync or cuStreamIsCapturing);
+ * KPACK_ERROR_DRIVER.  Thread-safe.
+ */
+kpack_status kpack_workspace_reserve(kpack_stream stream, size_t bytes);
+
+/*
+ * Frees the runtime's workspace of `stream` on the current context's device
+ * (cuMemFreeAsync on `stream`, so work queued there that uses it finishes
+ * first) and forgets the stream; a caller's workspace is only forgotten.
+ * Call it before destroying a stream that launched scratch-using kernels,
+ * or the workspace stays allocated until kpack_unload_all.  Nothing to
+ * release is success.  Refused while the stream is capturing a graph
+ * (KPACK_ERROR_INVALID_ARGUMENT).  Returns the statuses of
+ * kpack_workspace_set.  Thread-safe.
+ */
+kpack_status kpack_workspace_release(kpack_stream stream);
+
+/*
+ * Reports the device memory held by the runtime's workspaces, over all
+ * devices and streams, in *device_bytes, and how many there are in
+ * *workspaces; caller workspaces (kpack_workspace_set) are not counted.
+ * NULL pointers are skipped.  Needs no driver; always KPACK_SUCCESS.
+ * Thread-safe (a snapshot: concurrent growth may or may not be counted).
+ */
+kpack_status kpack_workspace_usage(uint64_t *device_bytes, uint64_t *workspaces);
 
 #ifdef __cplusplus
 }

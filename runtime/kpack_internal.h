@@ -42,7 +42,8 @@ typedef struct kpack_blob {
 typedef struct kpack_kernel_state {
   _Atomic(uintptr_t) kernel;          /* CUkernel, 0 until loaded */
   void *library;                      /* CUlibrary, guarded by the load lock */
-  _Atomic(uint32_t) device_ready[KPACK_MAX_DEVICES]; /* 1: device checked */
+  _Atomic(uint32_t) device_ready[KPACK_MAX_DEVICES]; /* 0, or bits: launched,
+                                                        cluster checked */
   _Atomic(uint32_t) smem_limit[KPACK_MAX_DEVICES];   /* dynamic smem set */
   struct kpack_kernel_state *next_loaded; /* list for kpack_unload_all */
 } kpack_kernel_state;
@@ -96,6 +97,7 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream,
 /* Launch attribute flags for kpack_launch_ex. Pinned: generated code passes them. */
 #define KPACK_LAUNCH_PDL 0x1u          /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 */
 #define KPACK_LAUNCH_COOPERATIVE 0x2u  /* CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 1 */
+#define KPACK_LAUNCH_CLUSTER_SPREAD 0x4u /* CLUSTER_SCHEDULING_POLICY_PREFERENCE = SPREAD */
 
 /*
  * kpack_launch with launch attributes: everything kpack_launch does and
@@ -114,23 +116,54 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream,
  *     KPACK_LAUNCH_COOPERATIVE (every block resident at once, for grid
  *     synchronization);
  *   - CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {cluster_x, cluster_y,
- *     cluster_z} when cluster_x != 0.
+ *     cluster_z} when cluster_x != 0;
+ *   - CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE =
+ *     CU_CLUSTER_SCHEDULING_POLICY_SPREAD when `flags` has
+ *     KPACK_LAUNCH_CLUSTER_SPREAD (only with a cluster: the CTAs of a
+ *     cluster spread over the SMs, what Triton asks for its num_ctas).
  * With `flags` 0 and no cluster there are none, and the launch is exactly
  * kpack_launch's, through cuLaunchKernel at the same cost, so generated code
  * may call kpack_launch_ex whether or not a call switches PDL on.
  *
  * cluster_x 0 means no cluster, and then cluster_y and cluster_z must be 0
  * too; with cluster_x != 0 all three must be at least 1 (that they divide
- * the grid, and fit the device, is the driver's to check at the launch).
- * Any other cluster, and a `flags` bit other than those above, is
- * KPACK_ERROR_INVALID_ARGUMENT (CUresult 0, nothing launched or loaded),
- * with a detail naming the specialization and the values:
- *   "<spec>: kpack_launch_ex: flags 0x5 has unknown bits 0x4 (known:
- *    KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2)",
+ * the grid is the driver's to check at the launch).  Any other cluster,
+ * KPACK_LAUNCH_CLUSTER_SPREAD without a cluster, and a `flags` bit other
+ * than those above, is KPACK_ERROR_INVALID_ARGUMENT (CUresult 0, nothing
+ * launched or loaded), with a detail naming the specialization and the
+ * values:
+ *   "<spec>: kpack_launch_ex: flags 0x9 has unknown bits 0x8 (known:
+ *    KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2,
+ *    KPACK_LAUNCH_CLUSTER_SPREAD 0x4)",
  *   "<spec>: kpack_launch_ex: cluster 0x2x1: cluster_x 0 means no cluster,
  *    so cluster_y and cluster_z must be 0 too",
  *   "<spec>: kpack_launch_ex: cluster 2x0x1: every cluster dimension must
- *    be at least 1".
+ *    be at least 1",
+ *   "<spec>: kpack_launch_ex: KPACK_LAUNCH_CLUSTER_SPREAD needs a cluster
+ *    (cluster_x 0 means none)".
+ *
+ * The first launch with a cluster of `k` on each device (under the load
+ * lock, after the shared-memory limit is raised) prepares the cluster:
+ * a cluster of more than 8 blocks (non-portable: up to 16 on an H100) sets
+ * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 1 on the kernel
+ * for the device (cuKernelSetAttribute), and cuOccupancyMaxActiveClusters
+ * (looked up then) says whether the cluster fits the device at all.  Where
+ * it gives 0, nothing is launched and the status is
+ * KPACK_ERROR_INVALID_ARGUMENT (CUresult 0): "<spec>: cluster 16x1x1 of
+ * 256-thread blocks with 200000 bytes of shared memory cannot run on
+ * device 0 (sm_90): cuOccupancyMaxActiveClusters gives 0".  A failure of
+ * either call is a load status where the device has no code for `k` (as
+ * at any first launch), KPACK_ERROR_INVALID_ARGUMENT for
+ * CUDA_ERROR_INVALID_VALUE or CUDA_ERROR_INVALID_CLUSTER_SIZE, and
+ * KPACK_ERROR_DRIVER otherwise, the detail naming the call, e.g.
+ * "<spec>: cuOccupancyMaxActiveClusters(cluster 32x1x1, block 128x1x1,
+ * smem 0) on device 0 failed: CUDA_ERROR_INVALID_CLUSTER_SIZE (912)"; a
+ * driver without cuOccupancyMaxActiveClusters is
+ * KPACK_ERROR_DRIVER_TOO_OLD.  None of it is latched: the next launch
+ * checks again.  A cluster that passed is not checked again on that
+ * device, except that a later cluster of more than 8 blocks sets the
+ * non-portable attribute (once) and checks again: every launch of a
+ * generated launcher has its specialization's cluster.
  * These are checked after kpack_launch's own argument checks, so an empty
  * grid still launches nothing and succeeds whatever the attributes, and a
  * NULL `k` is "kpack_launch_ex: the kernel is NULL".
@@ -143,8 +176,8 @@ kpack_status kpack_launch(const kpack_kernel *k, kpack_stream stream,
  * driver rejects is KPACK_ERROR_LAUNCH_FAILED (or, at the first launch on a
  * device, a load status, as for kpack_launch), and its detail names the call
  * with the attributes that were set: "<spec>: cuLaunchKernelEx(grid 8x1x1,
- * block 128x1x1, smem 0, pdl, cooperative, cluster 2x1x1) failed: NAME
- * (code)".
+ * block 128x1x1, smem 0, pdl, cooperative, cluster 2x1x1, spread) failed:
+ * NAME (code)".
  */
 kpack_status kpack_launch_ex(const kpack_kernel *k, kpack_stream stream,
                              uint32_t grid_x, uint32_t grid_y, uint32_t grid_z,
@@ -240,11 +273,13 @@ typedef struct kpack_tuning_set {
  * A failure is not cached: the next call asks again.
  *
  * On success it also leaves the device it found as a one-shot hint for the
- * calling thread: the thread's next kpack_launch or kpack_launch_ex takes
- * it instead of asking cuCtxGetDevice again (and clears it), so that an
- * auto dispatcher's launch costs one cuCtxGetDevice, as a typed
- * launcher's does.  Nothing can change the thread's context between the
- * two: the auto dispatcher only reads its tables and calls the launcher.
+ * calling thread: the thread's next kpack_launch or kpack_launch_ex (or
+ * kpack_scratch, which leaves it again) takes it instead of asking
+ * cuCtxGetDevice again (and clears it: any launch does, even one refused
+ * or with nothing to launch), so that an auto dispatcher's launch costs
+ * one cuCtxGetDevice, as a typed launcher's does.  Nothing can change the
+ * thread's context between the two: the auto dispatcher only reads its
+ * tables and calls the launcher.
  * It must call kpack_device_hint_clear() before it returns, whether or not
  * a launch took the hint (an empty problem, a refused argument).
  */
@@ -255,6 +290,122 @@ kpack_status kpack_tuning_select(const char *who, kpack_tuning_set *set, int *in
  * what a tuned auto dispatcher calls last.  One thread-local store.
  */
 void kpack_device_hint_clear(void);
+
+/* ---- Tensor descriptors (TMA) ---------------------------------------------- */
+
+/*
+ * What a launcher knows at build time of one tensor-descriptor parameter
+ * (a manifest `type: tensordesc`, or Triton's tensordesc_meta): the
+ * fields of the cuTensorMapEncodeTiled call that do not come from the
+ * call's tensor.  No padding: ten uint32_t.
+ */
+typedef struct kpack_tensor_map_spec {
+  uint32_t data_type;  /* CUtensorMapDataType (host enum value), 0..12 */
+  uint32_t elem_bytes; /* 1, 2, 4 or 8: the data type's size */
+  uint32_t rank;       /* 1..5 */
+  uint32_t box[5];     /* box dims, outermost first; box[0..rank-1] used */
+  uint32_t swizzle;    /* CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B */
+  uint32_t oob_nan;    /* 1: CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA */
+} kpack_tensor_map_spec;
+
+/*
+ * Checks the call's tensor and encodes a tiled CUtensorMap into `map`
+ * (128 bytes, 64-byte aligned) with cuTensorMapEncodeTiled; `shape` and
+ * `strides` have spec->rank entries each, in elements, outermost first
+ * (torch's .shape and .stride()).  `shape32` (may be NULL) gets the shape
+ * as int32, what a Triton kernel receives besides the map.  `who` is the
+ * specialization, `param` the manifest param (NULL: "?"), for the detail.
+ *
+ * The encode call: dims `shape` reversed (innermost first), byte strides
+ * strides[0..rank-2] * elem_bytes reversed, box spec->box reversed,
+ * element strides all 1, CU_TENSOR_MAP_INTERLEAVE_NONE, spec->swizzle,
+ * CU_TENSOR_MAP_L2_PROMOTION_L2_128B, and CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+ * or, with spec->oob_nan, ..._NAN_REQUEST_ZERO_FMA.
+ *
+ * Checked first, in this order, each failing with
+ * KPACK_ERROR_INVALID_ARGUMENT (CUresult 0) and a detail
+ * "<who>: <param>: ..." naming the value (docs/runtime.md lists the texts):
+ * NULL spec, base, shape, strides or map; a rank outside 1..5; a map not
+ * 64-byte aligned; a data type other than 0..12, an elem_bytes that is not
+ * its size, a swizzle above 3, an oob_nan other than 0 or 1, padding nan
+ * with a data type that is not floating-point; a base not 16-byte aligned;
+ * a shape dimension outside 1..2^31-1 (the kernel receives i32 shapes); a
+ * negative stride, a stride of 2^40 bytes or more, a stride (but the last)
+ * whose bytes are not a multiple of 16, a last stride other than 1; a box
+ * dimension outside 1..256, an innermost box whose bytes are not a
+ * multiple of 16.  What
+ * only the driver checks (the innermost box within the swizzle span, ...)
+ * fails there: KPACK_ERROR_INVALID_ARGUMENT with the driver's CUresult
+ * and the call's arguments, "<who>: <param>: cuTensorMapEncodeTiled(type
+ * 9 (BFLOAT16), rank 2, address 0x7f0000000000, dims [128, 64], byte
+ * strides [256], box [64, 64], element strides [1, 1], interleave none,
+ * swizzle 128B, L2 promotion 128B, oob fill none) failed: NAME (code)".
+ *
+ * Loads the driver on first use (as a launch does: the driver load's
+ * statuses) but needs no context or device; cuTensorMapEncodeTiled is
+ * looked up on first use, and a driver without it gives
+ * KPACK_ERROR_DRIVER_TOO_OLD.  Each thread caches the 8 encodings it used
+ * last, keyed by the spec's values, base, shape and strides: a call that
+ * repeats one copies its 128 bytes, with no driver call (a miss replaces
+ * the entry used least recently; kpack_unload_all invalidates every
+ * thread's cache).  Thread-safe; no lock, no allocation.
+ */
+kpack_status kpack_tensor_map_encode(const char *who, const char *param,
+                                     const kpack_tensor_map_spec *spec, const void *base,
+                                     const int64_t *shape, const int64_t *strides, void *map,
+                                     int32_t *shape32);
+
+/*
+ * Test seam: 0 turns every thread's tensor-map cache off (each
+ * kpack_tensor_map_encode calls the driver), 1 (the default) on again; for
+ * benchmarks of the cost of an encode.  Thread-safe (a relaxed atomic).
+ */
+void kpack_set_tensor_map_cache_for_testing(int enabled);
+
+/* ---- Scratch ------------------------------------------------------------------ */
+
+/*
+ * Scratch memory of `bytes` bytes, aligned to `align` (a power of two), for
+ * one launch on `stream` on the current device, into *ptr: from the
+ * caller's workspace of (device, stream) if one is set
+ * (kpack_workspace_set), else from the runtime's, allocated or grown now
+ * when it is missing or too small (kpack.h, "Scratch workspaces").  0 bytes
+ * is *ptr = NULL, with no driver call and no other effect.
+ *
+ * The device is the thread's one-shot device hint if kpack_tuning_select
+ * left one (taken, as a launch takes it), else cuCtxGetDevice's.  On
+ * success kpack_scratch leaves the device as the hint for the launch that
+ * follows, so a launch with scratch costs one cuCtxGetDevice, as one
+ * without does; call it last before kpack_launch/kpack_launch_ex (any
+ * launch takes the hint, even one that fails or launches nothing; a
+ * launcher that returns without launching calls kpack_device_hint_clear()).
+ * On failure it leaves no hint.
+ *
+ * Once the stream's workspace is big enough, the path is the device lookup,
+ * a few atomic loads and no lock, no driver call and no allocation, so it
+ * is legal inside stream capture.  Growing it takes the runtime's workspace
+ * lock, cuStreamIsCapturing (it is refused while capturing), and
+ * cuMemAllocAsync and cuMemFreeAsync on `stream`.
+ *
+ * Thread-safe.  Returns KPACK_SUCCESS, or with *ptr NULL, the thread's
+ * detail and CUresult set (details name `who`, NULL: "kpack_scratch"):
+ * KPACK_ERROR_INVALID_ARGUMENT (NULL `ptr`, an `align` that is not a power
+ * of two, more than 2^48 bytes); the driver load's statuses;
+ * KPACK_ERROR_NO_CONTEXT; KPACK_ERROR_WORKSPACE_TOO_SMALL, "<who>: needs N
+ * bytes of scratch; the caller's workspace for stream 0x... on device D
+ * has M (kpack_workspace_set)" or, while the stream captures, "<who>: N
+ * bytes of scratch do not fit the workspace of stream 0x... on device D
+ * (M bytes), and the stream is capturing a graph, where the workspace
+ * cannot grow; call kpack_workspace_reserve(stream, R) before the
+ * capture" (R is N, plus align - 1 for an `align` above 256, the driver's
+ * own); KPACK_ERROR_OUT_OF_MEMORY, "<who>: cuMemAllocAsync(N bytes) for
+ * the scratch workspace of stream 0x... on device D failed:
+ * CUDA_ERROR_OUT_OF_MEMORY (2); device D has F MiB free of T MiB";
+ * KPACK_ERROR_INTERNAL (too many streams on the device);
+ * KPACK_ERROR_DRIVER_TOO_OLD; KPACK_ERROR_DRIVER.
+ */
+kpack_status kpack_scratch(const char *who, kpack_stream stream, uint64_t bytes, uint32_t align,
+                           void **ptr);
 
 /* Kinds of constexpr value, for kpack_fail_no_specialization. */
 #define KPACK_CONSTEXPR_INT 0

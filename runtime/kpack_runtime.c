@@ -21,21 +21,27 @@
  *     cuLaunchKernel (or cuLaunchKernelEx: lazy loading), so a failure to
  *     load (out of memory, no binary) comes back from it and is reported
  *     with its load status.
- *     Publish state->device_ready[dev] with a release store once it
- *     succeeded.
+ *     The first launch with a cluster on a device (the first there, or
+ *     a later one) prepares the cluster first, under the same lock: the
+ *     non-portable attribute for more than 8 blocks, and
+ *     cuOccupancyMaxActiveClusters to refuse a cluster that cannot run
+ *     (prepare_cluster).
+ *     Publish state->device_ready[dev]'s bits (launched, cluster checked,
+ *     non-portable set) with a release store once it succeeded.
  *     Whenever a driver call of steps 1-3 fails, the device's compute
  *     capability is read (once per device and process) and checked against
  *     the fatbin's archs: a device it has no code for is reported as such
  *     (see "Why the arch check waits for a failure").
- *  4. Every launch after that (the hot path): argument checks (the ABI
- *     version is compared on every call; it is one integer and saves
- *     reasoning about when it could be skipped), an acquire load of the
- *     driver table, cuCtxGetDevice, acquire loads of state->kernel and
- *     state->device_ready[dev] (and smem_limit[dev] above 48 KiB), and
- *     cuLaunchKernel.  A kpack_launch_ex with launch attributes adds the
- *     attribute checks and an acquire load of the lazily resolved
- *     cuLaunchKernelEx, which it calls instead; one without any is
- *     kpack_launch's path.  No locks, no allocation, no synchronization,
+ *  4. Every launch after that (the hot path): the thread's device hint
+ *     taken (kpack_tuning_select or kpack_scratch left it), argument checks
+ *     (the ABI version is compared on every call; it is one integer and
+ *     saves reasoning about when it could be skipped), an acquire load of
+ *     the driver table, cuCtxGetDevice (unless the hint gave the device),
+ *     acquire loads of state->kernel and state->device_ready[dev] (and
+ *     smem_limit[dev] above 48 KiB), and cuLaunchKernel.  A
+ *     kpack_launch_ex with launch attributes adds the attribute checks and
+ *     an acquire load of the lazily resolved cuLaunchKernelEx, which it
+ *     calls instead; one without any is kpack_launch's path.  No locks, no allocation, no synchronization,
  *     so a launch is legal inside stream capture.
  *
  * Memory ordering
@@ -100,6 +106,7 @@
 
 #include "driver.h"
 #include "errors.h"
+#include "runtime_private.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -168,21 +175,6 @@ static const char *name_of(const kpack_kernel *k) {
   return k->name != NULL ? k->name : "(unnamed kernel)";
 }
 
-/*
- * Records the failure of a driver call: the detail is the printf-style
- * prefix (which names the call) followed by " failed: NAME (code)".
- */
-KPACK_RT_PRINTF(4, 5)
-static kpack_status fail_cu(const kpack_driver *d, kpack_status status, CUresult r,
-                            const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  kpack_rt_vfail(status, (int)r, fmt, ap);
-  va_end(ap);
-  kpack_rt_append_detail(" failed: %s (%d)", kpack_rt_cu_name(d, r), (int)r);
-  return status;
-}
-
 /* The status for a failed load step (cuLibraryLoadData, cuLibraryGetKernel). */
 static kpack_status load_status(CUresult r) {
   switch (r) {
@@ -190,25 +182,6 @@ static kpack_status load_status(CUresult r) {
   case CUDA_ERROR_NO_BINARY_FOR_GPU: return KPACK_ERROR_NO_BINARY_FOR_DEVICE;
   default: return KPACK_ERROR_LOAD_FAILED;
   }
-}
-
-/*
- * After an out-of-memory load, appends how much memory the device has, which
- * tells "the device is full" apart from "this fatbin is huge".  Best effort:
- * nothing is added if the driver cannot say (or lacks cuMemGetInfo_v2).
- */
-static void append_memory_info(const kpack_driver *d, CUresult r, CUdevice dev) {
-  if (r != CUDA_ERROR_OUT_OF_MEMORY) {
-    return;
-  }
-  kpack_pfn_mem_get_info mem_get_info = kpack_rt_mem_get_info(d);
-  size_t free_bytes = 0;
-  size_t total_bytes = 0;
-  if (mem_get_info == NULL || mem_get_info(&free_bytes, &total_bytes) != CUDA_SUCCESS) {
-    return;
-  }
-  kpack_rt_append_detail("; device %d has %zu MiB free of %zu MiB", (int)dev,
-                         free_bytes >> 20, total_bytes >> 20);
 }
 
 /* Fails with KPACK_ERROR_ABI_MISMATCH.  Only abi_version, the first field,
@@ -385,8 +358,8 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
   }
   *cu = r;
   if (r != CUDA_SUCCESS) {
-    kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryLoadData", name_of(k));
-    append_memory_info(d, r, dev);
+    kpack_status s = kpack_rt_fail_cu(d, load_status(r), r, "%s: cuLibraryLoadData", name_of(k));
+    kpack_rt_append_memory_info(d, r, dev);
     return s;
   }
   atomic_fetch_add_explicit(&g_libraries_loaded, 1, memory_order_relaxed);
@@ -394,9 +367,9 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
   r = d->library_get_kernel(&kern, lib, k->entry);
   *cu = r;
   if (r != CUDA_SUCCESS) {
-    kpack_status s = fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")", name_of(k),
-                             k->entry);
-    append_memory_info(d, r, dev);
+    kpack_status s = kpack_rt_fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")",
+                                      name_of(k), k->entry);
+    kpack_rt_append_memory_info(d, r, dev);
     /* Best effort; the lookup error is the one to report.  A driver
        without cuLibraryUnload keeps the library (kpack_unload_all reports
        that driver as too old). */
@@ -472,7 +445,40 @@ typedef struct launch_config {
 } launch_config;
 
 /* Launch attribute flags kpack_launch_ex knows. */
-#define KPACK_LAUNCH_KNOWN_FLAGS (KPACK_LAUNCH_PDL | KPACK_LAUNCH_COOPERATIVE)
+#define KPACK_LAUNCH_KNOWN_FLAGS \
+  (KPACK_LAUNCH_PDL | KPACK_LAUNCH_COOPERATIVE | KPACK_LAUNCH_CLUSTER_SPREAD)
+
+/*
+ * The bits of state->device_ready[dev].  A launch takes the hot path once
+ * the bits it needs (ready_bits_needed) are all set; first_launch_on_device
+ * sets them, under g_load_lock, after a launch that needed them succeeded.
+ */
+#define KPACK_READY_LAUNCHED 0x1u     /* launched there: the module is in the context */
+#define KPACK_READY_CLUSTER 0x2u      /* a launch with a cluster was checked there */
+#define KPACK_READY_NON_PORTABLE 0x4u /* NON_PORTABLE_CLUSTER_SIZE_ALLOWED set there */
+
+/* Blocks in a cluster; up to 8 is portable (every device with clusters
+   runs them), more needs the kernel's non-portable attribute. */
+#define KPACK_PORTABLE_CLUSTER_BLOCKS 8u
+
+/*
+ * The device_ready bits a launch with cluster `cluster` needs before it
+ * takes the hot path: a launch without a cluster only the first launch,
+ * one with a cluster the cluster check, and a non-portable cluster the
+ * attribute as well.  In kpack_launch's copy of launch() the cluster is the
+ * constant 0, so this is the constant KPACK_READY_LAUNCHED.
+ */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline uint32_t ready_bits_needed(const uint32_t cluster[3]) {
+  if (cluster[0] == 0) {
+    return KPACK_READY_LAUNCHED;
+  }
+  const uint64_t blocks = (uint64_t)cluster[0] * cluster[1] * cluster[2];
+  return KPACK_READY_LAUNCHED | KPACK_READY_CLUSTER |
+         (blocks > KPACK_PORTABLE_CLUSTER_BLOCKS ? KPACK_READY_NON_PORTABLE : 0u);
+}
 
 /*
  * Launches the CUkernel through cuLaunchKernelEx with the config's
@@ -486,7 +492,7 @@ typedef struct launch_config {
  */
 static CUresult launch_now_ex(uintptr_t kernel, const launch_config config) {
   const launch_config *c = &config;
-  CUlaunchAttribute attrs[3];
+  CUlaunchAttribute attrs[4];
   unsigned int n = 0;
   if (c->flags & KPACK_LAUNCH_PDL) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -501,6 +507,10 @@ static CUresult launch_now_ex(uintptr_t kernel, const launch_config config) {
     attrs[n].value.clusterDim.x = c->cluster[0];
     attrs[n].value.clusterDim.y = c->cluster[1];
     attrs[n++].value.clusterDim.z = c->cluster[2];
+  }
+  if (c->flags & KPACK_LAUNCH_CLUSTER_SPREAD) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+    attrs[n++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
   }
   const CUlaunchConfig cu_config = {c->grid[0],  c->grid[1], c->grid[2], c->block[0], c->block[1],
                                     c->block[2], c->smem,    c->stream,  attrs,       n};
@@ -533,8 +543,8 @@ static inline CUresult launch_now(const kpack_driver *d, uintptr_t kernel, const
  * Appends the driver call that launch_now() makes for `c`, and how it
  * failed, to the thread's detail: "cuLaunchKernel(grid 1x1x1, block
  * 256x1x1, smem 0) failed: NAME (code)", or for a launch with attributes
- * "cuLaunchKernelEx(grid ..., smem 0, pdl, cooperative, cluster 2x1x1)
- * failed: ..." with only the attributes that are set.
+ * "cuLaunchKernelEx(grid ..., smem 0, pdl, cooperative, cluster 2x1x1,
+ * spread) failed: ..." with only the attributes that are set.
  */
 static KPACK_RT_ALWAYS_INLINE void append_launch_failure(const kpack_driver *d, CUresult r,
                                                          const launch_config *c) {
@@ -549,6 +559,9 @@ static KPACK_RT_ALWAYS_INLINE void append_launch_failure(const kpack_driver *d, 
   }
   if (c->cluster[0] != 0) {
     kpack_rt_append_detail(", cluster %ux%ux%u", c->cluster[0], c->cluster[1], c->cluster[2]);
+  }
+  if (c->flags & KPACK_LAUNCH_CLUSTER_SPREAD) {
+    kpack_rt_append_detail(", spread");
   }
   kpack_rt_append_detail(") failed: %s (%d)", kpack_rt_cu_name(d, r), (int)r);
 }
@@ -583,11 +596,104 @@ static int is_load_failure(CUresult r) {
 }
 
 /*
- * Slow path of step 3: the first launch of k on `dev`.  Launches under
- * g_load_lock, so racing first launches on a device load the module once,
- * and marks the device ready when the launch succeeded; a failure is not
- * latched, so the next launch tries again.  A thread that finds the device
- * ready by the time it holds the lock launches as on the hot path, and
+ * The status for a failed driver call of prepare_cluster that is not the
+ * device's lack of code: the caller's cluster or block for INVALID_VALUE
+ * and INVALID_CLUSTER_SIZE, a load status where the call had to load the
+ * module and could not, else a driver failure.
+ */
+static kpack_status cluster_failure_status(CUresult r) {
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_CLUSTER_SIZE) {
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  }
+  return is_load_failure(r) ? load_status(r) : KPACK_ERROR_DRIVER;
+}
+
+/*
+ * Prepares the first launch of k with a cluster on `dev` (kpack_internal.h,
+ * kpack_launch_ex), called by first_launch_on_device with g_load_lock held
+ * and the device's ready bits `ready`: sets the non-portable attribute for
+ * a cluster of more than 8 blocks unless it is set, then asks
+ * cuOccupancyMaxActiveClusters whether the cluster fits at all, and refuses
+ * the launch where it gives 0, naming the cluster, the block, the shared
+ * memory and the device.  Triton's launcher does the same before its
+ * cluster launches; the driver's own refusal at the launch would only say
+ * CUDA_ERROR_INVALID_CLUSTER_SIZE or nothing useful.  The config is taken
+ * by value, for launch()'s sake (see launch_now_ex).
+ */
+static kpack_status prepare_cluster(const kpack_driver *d, const kpack_kernel *k, uintptr_t kernel,
+                                    CUdevice dev, uint32_t ready, const launch_config config) {
+  const launch_config *c = &config;
+  int cc = 0;
+  kpack_status s = KPACK_SUCCESS;
+  CUresult r = CUDA_SUCCESS;
+  const uint32_t needed = ready_bits_needed(c->cluster);
+  if ((needed & KPACK_READY_NON_PORTABLE) && !(ready & KPACK_READY_NON_PORTABLE)) {
+    kpack_pfn_kernel_set_attribute set_attribute = kpack_rt_kernel_set_attribute(d);
+    if (set_attribute == NULL) {
+      return kpack_rt_fail_missing(KPACK_LAZY_KERNEL_SET_ATTRIBUTE);
+    }
+    r = set_attribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1, (CUkernel)kernel,
+                      dev);
+    if (r != CUDA_SUCCESS) {
+      if ((s = check_failed_device(d, k, dev, r, &cc)) != KPACK_SUCCESS) {
+        return s;
+      }
+      return kpack_rt_fail_cu(d, cluster_failure_status(r), r,
+                              "%s: cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1) on "
+                              "device %d",
+                              name_of(k), (int)dev);
+    }
+  }
+  kpack_pfn_occupancy_max_active_clusters max_active_clusters =
+      kpack_rt_occupancy_max_active_clusters(d);
+  if (max_active_clusters == NULL) {
+    return kpack_rt_fail_missing(KPACK_LAZY_OCCUPANCY_MAX_ACTIVE_CLUSTERS);
+  }
+  /* Only the cluster: the other attributes do not change what fits. */
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = c->cluster[0];
+  attr.value.clusterDim.y = c->cluster[1];
+  attr.value.clusterDim.z = c->cluster[2];
+  const CUlaunchConfig query = {c->grid[0],  c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                c->block[2], c->smem,    c->stream,  &attr,       1};
+  int clusters = 0;
+  r = max_active_clusters(&clusters, (CUfunction)kernel, &query);
+  if (r != CUDA_SUCCESS) {
+    if ((s = check_failed_device(d, k, dev, r, &cc)) != KPACK_SUCCESS) {
+      return s;
+    }
+    return kpack_rt_fail_cu(d, cluster_failure_status(r), r,
+                            "%s: cuOccupancyMaxActiveClusters(cluster %ux%ux%u, block %ux%ux%u, "
+                            "smem %u) on device %d",
+                            name_of(k), c->cluster[0], c->cluster[1], c->cluster[2], c->block[0],
+                            c->block[1], c->block[2], c->smem, (int)dev);
+  }
+  if (clusters > 0) {
+    return KPACK_SUCCESS;
+  }
+  /* " (sm_90)", or nothing when the driver cannot say. */
+  char sm[24] = "";
+  if (device_cc(d, dev, &cc) == CUDA_SUCCESS && cc > 0) {
+    snprintf(sm, sizeof sm, " (sm_%d)", cc);
+  }
+  const unsigned long long threads = (unsigned long long)c->block[0] * c->block[1] * c->block[2];
+  return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                       "%s: cluster %ux%ux%u of %llu-thread blocks with %u bytes of shared memory "
+                       "cannot run on device %d%s: cuOccupancyMaxActiveClusters gives 0",
+                       name_of(k), c->cluster[0], c->cluster[1], c->cluster[2], threads, c->smem,
+                       (int)dev, sm);
+}
+
+/*
+ * Slow path of step 3: the first launch of k on `dev`, and the first with
+ * a cluster there (see ready_bits_needed).  Launches under g_load_lock, so
+ * racing first launches on a device load the module once, after
+ * prepare_cluster when the launch has a cluster not checked yet, and sets
+ * the device's ready bits when the launch succeeded; a failure is not
+ * latched, so the next launch tries again.  A thread that finds the bits
+ * set by the time it holds the lock launches as on the hot path, and
  * reports a failure as it would.  Only a failure reads the device's compute
  * capability: to refuse a device k has no code for (check_failed_device),
  * and to name its sm in the load failure's detail.  Always inlined: see
@@ -598,22 +704,32 @@ static KPACK_RT_ALWAYS_INLINE kpack_status first_launch_on_device(const kpack_dr
                                                                   uintptr_t kernel, CUdevice dev,
                                                                   const launch_config *c) {
   kpack_kernel_state *st = k->state;
+  const uint32_t needed = ready_bits_needed(c->cluster);
+  kpack_status s = KPACK_SUCCESS;
+  CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&g_load_lock);
-  const int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed) != 0;
-  CUresult r = launch_now(d, kernel, c);
-  if (r == CUDA_SUCCESS && !ready) {
-    atomic_fetch_add_explicit(&g_functions_resolved, 1, memory_order_relaxed);
-    atomic_store_explicit(&st->device_ready[dev], 1, memory_order_release);
+  const uint32_t ready = atomic_load_explicit(&st->device_ready[dev], memory_order_relaxed);
+  if ((ready | KPACK_READY_LAUNCHED) != (ready | needed)) {
+    s = prepare_cluster(d, k, kernel, dev, ready, *c);
+  }
+  if (s == KPACK_SUCCESS) {
+    r = launch_now(d, kernel, c);
+  }
+  if (s == KPACK_SUCCESS && r == CUDA_SUCCESS && (ready & needed) != needed) {
+    if (!(ready & KPACK_READY_LAUNCHED)) {
+      atomic_fetch_add_explicit(&g_functions_resolved, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&st->device_ready[dev], ready | needed, memory_order_release);
   }
   pthread_mutex_unlock(&g_load_lock);
-  if (r == CUDA_SUCCESS) {
-    return KPACK_SUCCESS;
+  if (s != KPACK_SUCCESS || r == CUDA_SUCCESS) {
+    return s;
   }
-  if (ready) {
+  if (ready & KPACK_READY_LAUNCHED) {
     return fail_launch(d, k, r, c);
   }
   int cc = 0;
-  kpack_status s = check_failed_device(d, k, dev, r, &cc);
+  s = check_failed_device(d, k, dev, r, &cc);
   if (s != KPACK_SUCCESS) {
     return s;
   }
@@ -628,7 +744,7 @@ static KPACK_RT_ALWAYS_INLINE kpack_status first_launch_on_device(const kpack_dr
   s = kpack_rt_fail(load_status(r), (int)r, "%s: first launch on device %d%s, which loads its code: ",
                     name_of(k), (int)dev, sm);
   append_launch_failure(d, r, c);
-  append_memory_info(d, r, dev);
+  kpack_rt_append_memory_info(d, r, dev);
   return s;
 }
 
@@ -663,9 +779,10 @@ static kpack_status raise_smem_limit(const kpack_driver *d, const kpack_kernel *
       kpack_status status =
           r == CUDA_ERROR_INVALID_VALUE ? KPACK_ERROR_INVALID_ARGUMENT : KPACK_ERROR_DRIVER;
       if ((s = check_failed_device(d, k, dev, r, &cc)) == KPACK_SUCCESS) {
-        s = fail_cu(d, status, r,
-                    "%s: cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u) on device %d",
-                    name_of(k), smem, (int)dev);
+        s = kpack_rt_fail_cu(d, status, r,
+                             "%s: cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, %u) on "
+                             "device %d",
+                             name_of(k), smem, (int)dev);
       }
     } else {
       atomic_store_explicit(&st->smem_limit[dev], smem, memory_order_release);
@@ -711,15 +828,17 @@ static kpack_status check_launch_args(const char *api, const kpack_kernel *k, ui
 
 /*
  * Validates kpack_launch_ex's attributes (kpack_internal.h): known flags
- * only, and a cluster that is none (0x0x0) or at least 1 in every
- * dimension.  After check_launch_args, so `k` is a descriptor of this ABI.
+ * only, a cluster that is none (0x0x0) or at least 1 in every dimension,
+ * and KPACK_LAUNCH_CLUSTER_SPREAD only with a cluster.  After
+ * check_launch_args, so `k` is a descriptor of this ABI.
  */
 static kpack_status check_launch_attrs(const kpack_kernel *k, uint32_t flags, uint32_t cluster_x,
                                        uint32_t cluster_y, uint32_t cluster_z) {
   if ((flags & ~KPACK_LAUNCH_KNOWN_FLAGS) != 0) {
     return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
                          "%s: kpack_launch_ex: flags 0x%x has unknown bits 0x%x (known: "
-                         "KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2)",
+                         "KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2, "
+                         "KPACK_LAUNCH_CLUSTER_SPREAD 0x4)",
                          name_of(k), flags, flags & ~KPACK_LAUNCH_KNOWN_FLAGS);
   }
   if (cluster_x == 0 && (cluster_y != 0 || cluster_z != 0)) {
@@ -733,6 +852,12 @@ static kpack_status check_launch_attrs(const kpack_kernel *k, uint32_t flags, ui
                          "%s: kpack_launch_ex: cluster %ux%ux%u: every cluster dimension must be "
                          "at least 1",
                          name_of(k), cluster_x, cluster_y, cluster_z);
+  }
+  if ((flags & KPACK_LAUNCH_CLUSTER_SPREAD) && cluster_x == 0) {
+    return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                         "%s: kpack_launch_ex: KPACK_LAUNCH_CLUSTER_SPREAD needs a cluster "
+                         "(cluster_x 0 means none)",
+                         name_of(k));
   }
   return KPACK_SUCCESS;
 }
@@ -752,13 +877,19 @@ static kpack_status check_device_ordinal(const char *who, CUdevice dev) {
 
 /*
  * The device kpack_tuning_select found for this thread, for the launch its
- * auto dispatcher makes next; -1: none (kpack_internal.h).  Initial-exec:
- * one load relative to the thread pointer on the launch path, even where
- * the runtime is linked into a shared library.
+ * auto dispatcher makes next; -1: none (kpack_internal.h).  The default TLS
+ * model, not initial-exec: that would mark a shared library holding the
+ * runtime STATIC_TLS, and then dlopen (Python's ctypes) refuses it once the
+ * runtime's thread-locals (the error detail, the tensor-map cache) outgrow
+ * glibc's static TLS surplus.  Linked into an executable, the access is one
+ * load relative to the thread pointer anyway.
  */
-static _Thread_local CUdevice tl_device_hint __attribute__((tls_model("initial-exec"))) = -1;
+static _Thread_local CUdevice tl_device_hint = -1;
 
 void kpack_device_hint_clear(void) { tl_device_hint = -1; }
+
+/* See runtime_private.h. */
+void kpack_rt_set_device_hint(CUdevice dev) { tl_device_hint = dev; }
 
 /*
  * Reads the current context's device into *dev.  No current context is the
@@ -774,7 +905,7 @@ static kpack_status current_device(const kpack_driver *d, const char *who, CUdev
                          who, kpack_rt_cu_name(d, r), (int)r);
   }
   if (r != CUDA_SUCCESS) {
-    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuCtxGetDevice", who);
+    return kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuCtxGetDevice", who);
   }
   return check_device_ordinal(who, *dev);
 }
@@ -796,6 +927,24 @@ static kpack_status load_driver(const char *who, const kpack_driver **d, CUdevic
   }
   *dev = probed;
   return check_device_ordinal(who, *dev);
+}
+
+/* See runtime_private.h. */
+kpack_status kpack_rt_driver_and_device(const char *who, int take_hint, const kpack_driver **d,
+                                        CUdevice *dev) {
+  CUdevice hinted = -1;
+  if (take_hint && (hinted = tl_device_hint) >= 0) {
+    tl_device_hint = -1;
+  }
+  *d = kpack_rt_driver();
+  if (*d == NULL) {
+    return load_driver(who, d, dev);
+  }
+  if (hinted >= 0) {
+    *dev = hinted;
+    return KPACK_SUCCESS;
+  }
+  return current_device(*d, who, dev);
 }
 
 /*
@@ -823,6 +972,12 @@ static kpack_status load_driver(const char *who, const kpack_driver **d, CUdevic
  */
 static KPACK_RT_ALWAYS_INLINE kpack_status launch(const char *api, const kpack_kernel *k,
                                                   launch_config c) {
+  /* The hint kpack_tuning_select or kpack_scratch left is for this launch
+     only, whatever becomes of it (refused, empty grid): taken first. */
+  CUdevice dev = tl_device_hint;
+  if (dev >= 0) {
+    tl_device_hint = -1;
+  }
   const int has_attrs =
       c.flags != 0 || c.cluster[0] != 0 || c.cluster[1] != 0 || c.cluster[2] != 0;
   int empty = 0;
@@ -835,17 +990,14 @@ static KPACK_RT_ALWAYS_INLINE kpack_status launch(const char *api, const kpack_k
                                            c.cluster[2])) != KPACK_SUCCESS) {
     return s;
   }
+  /* With a hint, kpack_tuning_select or kpack_scratch has just found the
+     device (and the driver). */
   const kpack_driver *d = kpack_rt_driver();
-  CUdevice dev = tl_device_hint;
-  if (dev >= 0 && d != NULL) {
-    /* An auto dispatcher's kpack_tuning_select just found it (and the
-       driver). */
-    tl_device_hint = -1;
-  } else if (d == NULL) {
+  if (d == NULL) {
     if ((s = load_driver(name_of(k), &d, &dev)) != KPACK_SUCCESS) {
       return s;
     }
-  } else if ((s = current_device(d, name_of(k), &dev)) != KPACK_SUCCESS) {
+  } else if (dev < 0 && (s = current_device(d, name_of(k), &dev)) != KPACK_SUCCESS) {
     return s;
   }
   /* Looked up on the first launch with attributes (driver.h), then one
@@ -857,7 +1009,8 @@ static KPACK_RT_ALWAYS_INLINE kpack_status launch(const char *api, const kpack_k
   }
   kpack_kernel_state *st = k->state;
   uintptr_t kernel = atomic_load_explicit(&st->kernel, memory_order_acquire);
-  int ready = atomic_load_explicit(&st->device_ready[dev], memory_order_acquire) != 0;
+  const uint32_t ready = atomic_load_explicit(&st->device_ready[dev], memory_order_acquire);
+  const uint32_t needed = ready_bits_needed(c.cluster);
   /* No arch check here: a device the library has no code for makes the
      driver fail one of the first-use calls, and only then is the device's
      compute capability read (check_failed_device). */
@@ -872,7 +1025,7 @@ static KPACK_RT_ALWAYS_INLINE kpack_status launch(const char *api, const kpack_k
     return s;
   }
   c.launch_ex = launch_ex;
-  if (!ready) {
+  if ((ready & needed) != needed) {
     return first_launch_on_device(d, k, kernel, dev, &c);
   }
   CUresult r = launch_now(d, kernel, &c);
@@ -948,8 +1101,9 @@ static kpack_status read_device_attribute(const kpack_driver *d, const char *who
   CUresult r = which == KPACK_DEVICE_ATTR_SM ? device_cc(d, dev, &v)
                                               : get_attribute(&v, info->attribute, dev);
   if (r != CUDA_SUCCESS) {
-    return fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: %s: cuDeviceGetAttribute(%s) on device %d", who,
-                   info->name, info->attribute_name, (int)dev);
+    return kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, r,
+                            "%s: %s: cuDeviceGetAttribute(%s) on device %d", who, info->name,
+                            info->attribute_name, (int)dev);
   }
   if (which != KPACK_DEVICE_ATTR_SM) {
     atomic_store_explicit(&g_device_attr[dev][which], KPACK_ATTR_KNOWN | (uint32_t)v,
@@ -1044,7 +1198,8 @@ static kpack_status device_name(const kpack_driver *d, const char *who, CUdevice
     CUresult r = get_name(out, KPACK_DEVICE_NAME_SIZE, dev);
     out[KPACK_DEVICE_NAME_SIZE - 1] = '\0';
     if (r != CUDA_SUCCESS) {
-      s = fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuDeviceGetName on device %d", who, (int)dev);
+      s = kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, r, "%s: cuDeviceGetName on device %d", who,
+                           (int)dev);
     } else {
       atomic_store_explicit(&g_device_name_ready[dev], 1, memory_order_release);
     }
@@ -1206,7 +1361,7 @@ kpack_status kpack_unload_all(void) {
                      ? library_unload((CUlibrary)st->library)
                      : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS && first == KPACK_SUCCESS) {
-      first = fail_cu(d, KPACK_ERROR_DRIVER, r, "kpack_unload_all: cuLibraryUnload");
+      first = kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, r, "kpack_unload_all: cuLibraryUnload");
     }
     reset_state(st);
   }
@@ -1223,6 +1378,12 @@ kpack_status kpack_unload_all(void) {
   pthread_mutex_unlock(&g_load_lock);
   /* The next driver's devices may be other models (tests switch fakes). */
   forget_tunings();
+  /* While the driver that allocated the workspaces is still loaded. */
+  kpack_status freed = kpack_rt_workspaces_forget(d, first == KPACK_SUCCESS);
+  if (first == KPACK_SUCCESS) {
+    first = freed;
+  }
+  kpack_rt_tensor_maps_forget();
   kpack_rt_driver_unload();
   return first;
 }

@@ -16,6 +16,7 @@
 #include "codegen.h"
 #include "expand.h"
 #include "fs_util.h"
+#include "golden_util.h"
 #include "manifest.h"
 #include "test_util.h"
 
@@ -26,23 +27,8 @@ using kpack::testing::ScratchDir;
 
 namespace {
 
-std::string DataDir() {
-  const char* dir = std::getenv("KPACK_TEST_DATA");
-  REQUIRE(dir != nullptr);
-  return dir;
-}
-
-void CompareGolden(const std::string& name, const std::string& actual) {
-  std::string path = DataDir() + "/golden/" + name;
-  if (std::getenv("KPACK_UPDATE_GOLDEN")) {
-    REQUIRE(kpack::WriteFileAtomic(path, actual) == "");
-    return;
-  }
-  std::optional<std::string> expected = kpack::ReadFile(path);
-  REQUIRE(expected);
-  INFO("golden file " << path << " differs; rerun with KPACK_UPDATE_GOLDEN=1 if the change is intended");
-  CHECK(actual == *expected);
-}
+using kpack::testing::CompareGolden;
+using kpack::testing::DataDir;
 
 struct Generated {
   std::optional<kpack::Package> pkg;
@@ -116,8 +102,8 @@ TEST_CASE("the auto package's header and launchers match the golden files") {
   std::map<const kpack::Specialization*, kpack::TritonLaunch> triton;
   for (size_t i = 0; i < specs.size(); ++i)
     if (specs[i].kernel->language == kpack::Language::kTriton)
-      triton[&specs[i]] = {static_cast<uint32_t>(1000 + i), static_cast<uint32_t>(specs[i].kernel->NumWarps(specs[i].values)),
-                           2};
+      triton[&specs[i]] = kpack::testing::TritonLaunchWith(
+          static_cast<uint32_t>(1000 + i), static_cast<uint32_t>(specs[i].kernel->NumWarps(specs[i].values)));
   const std::string launcher = kpack::GenerateLauncherSource(*pkg, specs, options, triton);
   CompareGolden("ak_launch.c", launcher);
 

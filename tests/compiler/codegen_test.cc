@@ -9,27 +9,16 @@
 #include "codegen.h"
 #include "expand.h"
 #include "fs_util.h"
+#include "golden_util.h"
 #include "manifest.h"
 
 namespace {
 
-std::string DataDir() {
-  const char* dir = std::getenv("KPACK_TEST_DATA");
-  REQUIRE(dir != nullptr);
-  return dir;
-}
+using kpack::testing::CompareGolden;
+using kpack::testing::DataDir;
 
-void CompareGolden(const std::string& name, const std::string& actual) {
-  std::string path = DataDir() + "/golden/" + name;
-  if (std::getenv("KPACK_UPDATE_GOLDEN")) {
-    REQUIRE(kpack::WriteFileAtomic(path, actual) == "");
-    return;
-  }
-  std::optional<std::string> expected = kpack::ReadFile(path);
-  REQUIRE(expected);
-  INFO("golden file " << path << " differs; rerun with KPACK_UPDATE_GOLDEN=1 if the change is intended");
-  CHECK(actual == *expected);
-}
+// 4 warps, `shared` bytes.
+kpack::TritonLaunch Launch(uint32_t shared) { return kpack::testing::TritonLaunchWith(shared, 4); }
 
 }  // namespace
 
@@ -54,9 +43,9 @@ TEST_CASE("generated header, launchers and embedding match the golden files") {
   REQUIRE((!specs[11].aligned && specs[11].narrow && specs[11].base == 6));
   REQUIRE((specs[12].aligned && specs[12].narrow && specs[12].base == 6));
   std::map<const kpack::Specialization*, kpack::TritonLaunch> triton = {
-      {&specs[5], {0, 4, 2}},     {&specs[7], {0, 4, 2}},      {&specs[8], {0, 4, 2}},
-      {&specs[9], {0, 4, 2}},     {&specs[6], {512, 4, 2}},    {&specs[10], {2048, 4, 2}},
-      {&specs[11], {512, 4, 2}},  {&specs[12], {1024, 4, 2}}};
+      {&specs[5], Launch(0)},    {&specs[7], Launch(0)},     {&specs[8], Launch(0)},
+      {&specs[9], Launch(0)},    {&specs[6], Launch(512)},   {&specs[10], Launch(2048)},
+      {&specs[11], Launch(512)}, {&specs[12], Launch(1024)}};
   CompareGolden("gk_launch.c", kpack::GenerateLauncherSource(*pkg, specs, options, triton));
   std::vector<std::string> paths, hashes;
   for (const auto& s : specs) {

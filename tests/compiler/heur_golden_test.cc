@@ -25,27 +25,13 @@
 #include "expand.h"
 #include "fake_describer.h"
 #include "fs_util.h"
+#include "golden_util.h"
 #include "manifest.h"
 
 namespace {
 
-std::string DataDir() {
-  const char* dir = std::getenv("KPACK_TEST_DATA");
-  REQUIRE(dir != nullptr);
-  return dir;
-}
-
-void CompareGolden(const std::string& name, const std::string& actual) {
-  std::string path = DataDir() + "/golden/" + name;
-  if (std::getenv("KPACK_UPDATE_GOLDEN")) {
-    REQUIRE(kpack::WriteFileAtomic(path, actual) == "");
-    return;
-  }
-  std::optional<std::string> expected = kpack::ReadFile(path);
-  REQUIRE(expected);
-  INFO("golden file " << path << " differs; rerun with KPACK_UPDATE_GOLDEN=1 if the change is intended");
-  CHECK(actual == *expected);
-}
+using kpack::testing::CompareGolden;
+using kpack::testing::DataDir;
 
 struct Heur {
   std::optional<kpack::Package> pkg;
@@ -120,7 +106,7 @@ TEST_CASE("the heur package's header and launchers match the golden files") {
   // runtime test sees which build a launch ran.
   std::map<const kpack::Specialization*, kpack::TritonLaunch> triton;
   for (size_t i = 0; i < h.specs.size(); ++i)
-    triton[&h.specs[i]] = {static_cast<uint32_t>(1000 + i),
-                           static_cast<uint32_t>(h.specs[i].kernel->NumWarps(h.specs[i].values)), 2};
+    triton[&h.specs[i]] = kpack::testing::TritonLaunchWith(
+        static_cast<uint32_t>(1000 + i), static_cast<uint32_t>(h.specs[i].kernel->NumWarps(h.specs[i].values)));
   CompareGolden("hk_launch.c", kpack::GenerateLauncherSource(*h.pkg, h.specs, options, triton));
 }

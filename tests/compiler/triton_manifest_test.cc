@@ -385,9 +385,17 @@ TEST_CASE("options: values out of range, wrong types, unknown and repeated optio
         "k.yaml:13:22: error: a value of int constexpr 'num_warps' must be an integer\n");
   CHECK(options("{num_warps: []}") == "k.yaml:13:22: error: values of option 'num_warps' must not be empty\n");
   CHECK(options("{num_warps: [4, 4]}") == "k.yaml:13:26: error: duplicate value in 'num_warps'\n");
+  // Clusters: sm_90 and later, of the sizes a cluster may have.
   CHECK(options("{num_ctas: 2}") ==
-        "k.yaml:13:11: error: unknown key 'num_ctas' in options (expected one of: num_warps, num_stages, maxnreg, "
-        "enable_fp_fusion)\n");
+        "k.yaml:13:11: error: num_ctas above 1 launches thread-block clusters, which need sm_90 or later; the kernel "
+        "is built for sm_80\n");
+  CHECK(options("{num_ctas: [1, 3]}") ==
+        "k.yaml:13:25: error: num_ctas must be 1, 2, 4, 8 or 16 (the CTAs of a thread-block cluster)\n"
+        "k.yaml:13:11: error: num_ctas above 1 launches thread-block clusters, which need sm_90 or later; the kernel "
+        "is built for sm_80\n");
+  CHECK(options("{num_gpus: 2}") ==
+        "k.yaml:13:11: error: unknown key 'num_gpus' in options (expected one of: num_warps, num_stages, maxnreg, "
+        "enable_fp_fusion, num_ctas)\n");
   CHECK(options("[4]") == "k.yaml:13:10: error: options must be a mapping\n");
   // Named among the constexprs too (the older form): which is meant?
   CHECK(Errors(Replace(kTriton, "params:\n", "  - {name: num_warps, type: int, values: [4]}\nparams:\n") +

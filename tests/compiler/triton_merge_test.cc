@@ -372,11 +372,10 @@ TEST_CASE("autotune: in the manifest replaces (configs:) or extends (add:) the d
 TEST_CASE("autotune decorators and configs kpack cannot build are refused with the reason") {
   kpack::TritonSourceInfo clusters = Autotuned({Config({{"BLOCK", "64"}})});
   clusters.autotunes[0].configs[0].num_ctas = 2;
+  // A config's num_ctas is a cluster option, built on sm_90 and later only.
   CHECK(Errors(WithoutBlock(), clusters) ==
-        "va.py:3:2: error: an autotune config has num_ctas=2, which needs thread-block cluster launches; kpack "
-        "launches num_ctas=1 only\n"
-        "va.py:5:22: error: va's tl.constexpr parameter 'BLOCK' has no values in the manifest's constexprs and no "
-        "default (k.yaml lists the values to build)\n");
+        "va.py:3:2: error: num_ctas above 1 launches thread-block clusters, which need sm_90 or later; the kernel is "
+        "built for sm_80\n");
   kpack::TritonSourceInfo hooked = Autotuned(TwoConfigs());
   hooked.autotunes[0].error = "autotune's pre_hook runs Python around every launch (va.py:3:40), which a C launcher "
                               "cannot do";
@@ -475,7 +474,8 @@ TEST_CASE("autotune configs in the manifest: mappings of values kpack can build"
       "va.py:5:22: error: va's tl.constexpr parameter 'BLOCK' has no values in the manifest's constexprs and no "
       "default (k.yaml lists the values to build)\n";
   CHECK(configs("[{BLOCK: 64, num_ctas: 2}]") ==
-        "k.yaml:13:35: error: num_ctas must be 1: kpack launches no thread-block clusters\n" + no_block);
+        "k.yaml:13:13: error: num_ctas above 1 launches thread-block clusters, which need sm_90 or later; the kernel "
+        "is built for sm_80\n");
   CHECK(configs("[{BLOCK: 64, BLOCK: 128}]") == "k.yaml:13:25: error: duplicate key 'BLOCK' in an autotune config\n" +
                                                     no_block);
   CHECK(configs("[{BLOCK: [64]}]") ==

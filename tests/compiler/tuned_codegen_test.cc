@@ -20,6 +20,7 @@
 #include "codegen_text.h"
 #include "expand.h"
 #include "fs_util.h"
+#include "golden_util.h"
 #include "inspect.h"
 #include "inventory.h"
 #include "json_util.h"
@@ -31,23 +32,8 @@
 
 namespace {
 
-std::string DataDir() {
-  const char* dir = std::getenv("KPACK_TEST_DATA");
-  REQUIRE(dir != nullptr);
-  return dir;
-}
-
-void CompareGolden(const std::string& name, const std::string& actual) {
-  std::string path = DataDir() + "/golden/" + name;
-  if (std::getenv("KPACK_UPDATE_GOLDEN")) {
-    REQUIRE(kpack::WriteFileAtomic(path, actual) == "");
-    return;
-  }
-  std::optional<std::string> expected = kpack::ReadFile(path);
-  REQUIRE(expected);
-  INFO("golden file " << path << " differs; rerun with KPACK_UPDATE_GOLDEN=1 if the change is intended");
-  CHECK(actual == *expected);
-}
+using kpack::testing::CompareGolden;
+using kpack::testing::DataDir;
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -13,6 +13,7 @@
 
 #include "expand.h"
 #include "fs_util.h"
+#include "golden_util.h"
 #include "manifest.h"
 #include "test_util.h"
 #include "tune_hash.h"
@@ -25,23 +26,8 @@ using kpack::testing::ScratchDir;
 
 namespace {
 
-std::string DataDir() {
-  const char* dir = std::getenv("KPACK_TEST_DATA");
-  REQUIRE(dir != nullptr);
-  return dir;
-}
-
-void CompareGolden(const std::string& name, const std::string& actual) {
-  std::string path = DataDir() + "/golden/" + name;
-  if (std::getenv("KPACK_UPDATE_GOLDEN")) {
-    REQUIRE(kpack::WriteFileAtomic(path, actual) == "");
-    return;
-  }
-  std::optional<std::string> expected = kpack::ReadFile(path);
-  REQUIRE(expected);
-  INFO("golden file " << path << " differs; rerun with KPACK_UPDATE_GOLDEN=1 if the change is intended");
-  CHECK(actual == *expected);
-}
+using kpack::testing::CompareGolden;
+using kpack::testing::DataDir;
 
 // The tuner package, loaded and expanded from the test data directory.
 struct Loaded {

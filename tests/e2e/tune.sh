@@ -78,7 +78,7 @@ build_tuner() {
   "$kpack" build m/kpack.yaml --header out/tiny.h --launcher out/tiny.c --asm out/tiny.S --work-dir work \
     --tuner out/tiny_tune.c --cuda-root "$cuda_root" --quiet > log 2>&1 || return 1
   local f
-  for f in kpack_runtime driver errors; do
+  for f in kpack_runtime driver errors workspace tensor_map; do
     cc -std=c11 -O1 -I"$src/runtime" -I"$cuda_root/include" -c "$src/runtime/$f.c" -o "out/$f.o" >> log 2>&1 || return 1
   done
   cc -c out/tiny.S -o out/tiny_fatbins.o >> log 2>&1 &&
@@ -88,7 +88,7 @@ build_tuner() {
     cc -std=c11 -Wall -Wextra -Werror -I"$src/runtime" -I"$src/compiler" -I"$cuda_root/include" \
       -c "$src/compiler/kpack_tune_main.c" -o out/tune_main.o >> log 2>&1 &&
     cc -o tiny-tune out/tune_main.o out/tiny_tune.o out/tiny_launch.o out/tiny_fatbins.o out/kpack_runtime.o \
-      out/driver.o out/errors.o -ldl -lpthread -lm >> log 2>&1
+      out/driver.o out/errors.o out/workspace.o out/tensor_map.o -ldl -lpthread -lm >> log 2>&1
 }
 # tune DIR [ARGS...]: kpack tune of the package into DIR; stderr in log.
 tune() {
@@ -338,7 +338,7 @@ build_tri() {
     cc -std=c11 -Wall -Wextra -Werror -I"$src/runtime" -Iout -c out/tri.c -o out/tri_launch.o &&
     cc -std=c11 -Wall -Wextra -Werror -I"$src/runtime" -I"$src/compiler" -Iout -c out/tri_tune.c -o out/tri_tune.o &&
     cc -o tri-tune ../out/tune_main.o out/tri_tune.o out/tri_launch.o out/tri_fatbins.o ../out/kpack_runtime.o \
-      ../out/driver.o ../out/errors.o -ldl -lpthread -lm) > log 2>&1
+      ../out/driver.o ../out/errors.o ../out/workspace.o ../out/tensor_map.o -ldl -lpthread -lm) > log 2>&1
 }
 if build_tri; then pass "the harness of a Triton kernel with aligned variants compiles with -Werror and links"; else fail "build the Triton harness"; finish; exit; fi
 ./tri/tri-tune --list > tri/list.json 2>&1

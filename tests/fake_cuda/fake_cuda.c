@@ -58,6 +58,13 @@ enum {
   FN_LAUNCH_KERNEL,
   FN_LAUNCH_KERNEL_EX,
   FN_LAZY_MODULE_LOAD,
+  FN_TENSOR_MAP_ENCODE_TILED,
+  FN_MEM_ALLOC,
+  FN_MEM_ALLOC_ASYNC,
+  FN_MEM_FREE,
+  FN_MEM_FREE_ASYNC,
+  FN_STREAM_IS_CAPTURING,
+  FN_OCCUPANCY_MAX_ACTIVE_CLUSTERS,
   FN_COUNT
 };
 
@@ -76,6 +83,13 @@ static const char *const k_fn_names[FN_COUNT] = {
     "cuLaunchKernel",
     "cuLaunchKernelEx",
     "lazy_module_load",
+    "cuTensorMapEncodeTiled",
+    "cuMemAlloc_v2",
+    "cuMemAllocAsync",
+    "cuMemFree_v2",
+    "cuMemFreeAsync",
+    "cuStreamIsCapturing",
+    "cuOccupancyMaxActiveClusters",
 };
 
 static _Atomic(unsigned long long) g_counts[FN_COUNT];
@@ -145,6 +159,31 @@ static _Thread_local void (*tl_launch_hook)(const fake_cuda_launch *launch);
 /* Valid stream handles. */
 static char g_streams[4];
 
+/* What cuStreamIsCapturing answers: index 0 the NULL stream, i + 1 fake
+   stream i (stream_index). */
+static _Atomic(int) g_capturing[5];
+
+/* What cuOccupancyMaxActiveClusters answers for a cluster it accepts. */
+static _Atomic(int) g_max_active_clusters = 1;
+
+/* The calling thread's last cuTensorMapEncodeTiled call and
+   cuOccupancyMaxActiveClusters query; the serial numbers of the maps. */
+static _Thread_local fake_cuda_tensor_map_call tl_last_tensor_map;
+static _Thread_local int tl_has_tensor_map;
+static _Thread_local fake_cuda_launch tl_last_occupancy;
+static _Thread_local int tl_has_occupancy;
+static _Atomic(unsigned long long) g_tensor_map_serial;
+
+/* The index of `stream` in g_capturing: 0 for NULL, i + 1 for fake stream
+   i, -1 for anything else. */
+static int stream_index(const void *stream) {
+  if (stream == NULL) {
+    return 0;
+  }
+  const char *p = (const char *)stream;
+  return p >= g_streams && p < g_streams + sizeof g_streams ? (int)(p - g_streams) + 1 : -1;
+}
+
 /* Returns the calling thread's current device, or -1 for no context. */
 static int current_device(void) {
   return tl_device != FAKE_CUDA_FOLLOW_DEFAULT
@@ -178,6 +217,7 @@ typedef struct fake_kernel {
   int num_params;
   int resolved_on[FAKE_CUDA_MAX_DEVICES];  /* module loaded in the device's context */
   int smem_limit[FAKE_CUDA_MAX_DEVICES];   /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int non_portable[FAKE_CUDA_MAX_DEVICES]; /* NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
   fake_function functions[FAKE_CUDA_MAX_DEVICES];
 } fake_kernel;
 
@@ -240,6 +280,8 @@ EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
       {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
       {CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"},
       {CUDA_ERROR_INVALID_CLUSTER_SIZE, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
+      {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
+      {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"},
       {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
@@ -347,18 +389,18 @@ EXPORT CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 }
 #endif /* FAKE_CUDA_LEAN_DRIVER */
 
-/* ---- The library API of CUDA 12 (what an old driver lacks) ----------------- */
-
-#ifndef FAKE_CUDA_OLD_DRIVER
-
-/* Sleeps for the configured load delay. */
-static void load_delay(void) {
+/* Sleeps for the configured load delay (fake_cuda_set_load_delay_us). */
+__attribute__((unused)) static void load_delay(void) {
   unsigned us = atomic_load_explicit(&g_load_delay_us, memory_order_relaxed);
   if (us > 0) {
     struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
     nanosleep(&ts, NULL);
   }
 }
+
+/* ---- The library API of CUDA 12 (what an old driver lacks) ----------------- */
+
+#ifndef FAKE_CUDA_OLD_DRIVER
 
 /* Returns the live library `handle`, or NULL. */
 static fake_library *find_library(const void *handle) {
@@ -669,7 +711,8 @@ EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) 
 
 #ifndef FAKE_CUDA_LEAN_DRIVER
 /* Sets MAX_DYNAMIC_SHARED_SIZE_BYTES of a kernel on a device, up to the
-   opt-in limit; the only attribute kpack sets. */
+   opt-in limit, or NON_PORTABLE_CLUSTER_SIZE_ALLOWED (0 or 1): the
+   attributes kpack sets. */
 EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val,
                                              CUkernel kernel, CUdevice dev) {
   count_call(FN_KERNEL_SET_ATTRIBUTE, dev);
@@ -681,18 +724,21 @@ EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int va
   if (!device_exists(dev)) {
     return CUDA_ERROR_INVALID_DEVICE;
   }
-  /* The runtime only ever sets this attribute. */
-  if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || val < 0 ||
-      val > atomic_load_explicit(&g_max_smem_optin, memory_order_relaxed)) {
+  /* The runtime only ever sets these attributes. */
+  const int smem = attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+  if (smem ? val < 0 || val > atomic_load_explicit(&g_max_smem_optin, memory_order_relaxed)
+           : attrib != CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED || val < 0 || val > 1) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   pthread_mutex_lock(&g_lock);
   fake_kernel *k = find_kernel(kernel);
   if (k == NULL) {
     r = CUDA_ERROR_INVALID_HANDLE;
-  } else {
+  } else if (smem) {
     k->smem_limit[dev] = val;
     atomic_store_explicit(&g_last_smem_attribute, val, memory_order_relaxed);
+  } else {
+    k->non_portable[dev] = val;
   }
   pthread_mutex_unlock(&g_lock);
   return r;
@@ -744,7 +790,19 @@ typedef struct launch_attrs {
   unsigned cluster[3];
   int num_attrs;
   int invalid; /* a config the fake refuses (see cuLaunchKernelEx) */
+  unsigned cluster_policy;
 } launch_attrs;
+
+/*
+ * Whether a cluster of this size may run k on `dev`: up to 8 blocks
+ * always, up to 16 with the kernel's NON_PORTABLE_CLUSTER_SIZE_ALLOWED, as
+ * on an H100.  Reads non_portable without the lock, as a launch reads
+ * smem_limit (see the file comment).
+ */
+static int cluster_size_allowed(const fake_kernel *k, int dev, const unsigned cluster[3]) {
+  const unsigned long long blocks = (unsigned long long)cluster[0] * cluster[1] * cluster[2];
+  return blocks <= 8 || (blocks <= 16 && k->non_portable[dev]);
+}
 
 /* Records a successful launch as the calling thread's last one. */
 static void record_launch(const void *f, int was_kernel, const fake_kernel *k, int dev,
@@ -772,6 +830,7 @@ static void record_launch(const void *f, int was_kernel, const fake_kernel *k, i
   l->cooperative = attrs->cooperative;
   memcpy(l->cluster, attrs->cluster, sizeof l->cluster);
   l->num_attrs = attrs->num_attrs;
+  l->cluster_policy = attrs->cluster_policy;
   tl_has_launch = 1;
   if (tl_launch_hook != NULL) {
     tl_launch_hook(l);
@@ -820,6 +879,9 @@ static CUresult launch(int fn, CUfunction f, const unsigned grid[3], const unsig
       return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
   }
+  if (!cluster_size_allowed(k, dev, attrs->cluster)) {
+    return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  }
   if (k->num_params > 0 && kernelParams == NULL) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -854,7 +916,7 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
                                        void **kernelParams, void **extra) {
   const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
   const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
-  const launch_attrs none = {0, 0, 0, {0, 0, 0}, 0, 0};
+  const launch_attrs none = {0, 0, 0, {0, 0, 0}, 0, 0, 0};
   return launch(FN_LAUNCH_KERNEL, f, grid, block, sharedMemBytes, hStream, kernelParams, extra,
                 &none);
 }
@@ -863,12 +925,15 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
 /*
  * cuLaunchKernel with a CUlaunchConfig: the same checks, lazy module load
  * and record, plus the attributes, which the record carries
- * (fake_cuda_launch: via_ex, pdl, cooperative, cluster, num_attrs).  Knows
- * the three attributes kpack sets (PROGRAMMATIC_STREAM_SERIALIZATION,
- * COOPERATIVE, CLUSTER_DIMENSION); any other, a NULL config, or attributes
- * counted but not passed is a runtime bug, refused with
+ * (fake_cuda_launch: via_ex, pdl, cooperative, cluster, num_attrs,
+ * cluster_policy).  Knows the four attributes kpack sets
+ * (PROGRAMMATIC_STREAM_SERIALIZATION, COOPERATIVE, CLUSTER_DIMENSION,
+ * CLUSTER_SCHEDULING_POLICY_PREFERENCE); any other, a NULL config, or
+ * attributes counted but not passed is a runtime bug, refused with
  * CUDA_ERROR_INVALID_VALUE (after an injected failure, like every check).
- * A cluster that does not divide the grid is CUDA_ERROR_INVALID_CLUSTER_SIZE;
+ * A cluster that does not divide the grid, or of more blocks than the
+ * kernel may have on the device (cluster_size_allowed), is
+ * CUDA_ERROR_INVALID_CLUSTER_SIZE;
  * what a cluster or a cooperative launch needs of the device (sm_90,
  * co-resident blocks) is not modelled.  Counted (and fail_next'd) as
  * "cuLaunchKernelEx", not as "cuLaunchKernel".
@@ -877,7 +942,7 @@ EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunctio
                                          void **kernelParams, void **extra) {
   static const CUlaunchConfig k_no_config; /* stands in for a NULL config */
   const CUlaunchConfig *c = config != NULL ? config : &k_no_config;
-  launch_attrs attrs = {1, 0, 0, {0, 0, 0}, (int)c->numAttrs, config == NULL};
+  launch_attrs attrs = {1, 0, 0, {0, 0, 0}, (int)c->numAttrs, config == NULL, 0};
   attrs.invalid |= c->numAttrs > 0 && c->attrs == NULL;
   for (unsigned i = 0; i < c->numAttrs && !attrs.invalid; ++i) {
     const CUlaunchAttribute *a = &c->attrs[i];
@@ -893,6 +958,9 @@ EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunctio
       attrs.cluster[1] = a->value.clusterDim.y;
       attrs.cluster[2] = a->value.clusterDim.z;
       break;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      attrs.cluster_policy = (unsigned)a->value.clusterSchedulingPolicyPreference;
+      break;
     default: /* an attribute kpack never sets */
       attrs.invalid = 1;
       break;
@@ -903,9 +971,351 @@ EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunctio
   return launch(FN_LAUNCH_KERNEL_EX, f, grid, block, c->sharedMemBytes, c->hStream, kernelParams,
                 extra, &attrs);
 }
+
+/*
+ * The clusters of this config that fit the device: what
+ * fake_cuda_set_max_active_clusters set, for a CUkernel (what kpack
+ * passes, as a CUfunction) and a config whose attributes name a cluster
+ * the kernel may have on the current device (cluster_size_allowed; else
+ * CUDA_ERROR_INVALID_CLUSTER_SIZE).  No cluster attribute, any other
+ * attribute, or a NULL argument is CUDA_ERROR_INVALID_VALUE.  Counted on
+ * the current device; the config is recorded (last_occupancy_query).
+ */
+EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
+                                                     const CUlaunchConfig *config) {
+  const int dev = current_device();
+  count_call(FN_OCCUPANCY_MAX_ACTIVE_CLUSTERS, dev);
+  CUresult r = take_failure(FN_OCCUPANCY_MAX_ACTIVE_CLUSTERS);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  if (dev < 0 || dev >= FAKE_CUDA_MAX_DEVICES) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (numClusters == NULL || config == NULL || (config->numAttrs > 0 && config->attrs == NULL)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  unsigned cluster[3] = {0, 0, 0};
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    cluster[0] = config->attrs[i].value.clusterDim.x;
+    cluster[1] = config->attrs[i].value.clusterDim.y;
+    cluster[2] = config->attrs[i].value.clusterDim.z;
+  }
+  if (cluster[0] == 0 || cluster[1] == 0 || cluster[2] == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const fake_kernel *k = find_kernel(func);
+  if (k == NULL) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (!cluster_size_allowed(k, dev, cluster)) {
+    return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  }
+  fake_cuda_launch *q = &tl_last_occupancy;
+  memset(q, 0, sizeof *q);
+  q->function = func;
+  q->was_kernel = 1;
+  q->entry = k->entry;
+  q->device = dev;
+  q->grid[0] = config->gridDimX;
+  q->grid[1] = config->gridDimY;
+  q->grid[2] = config->gridDimZ;
+  q->block[0] = config->blockDimX;
+  q->block[1] = config->blockDimY;
+  q->block[2] = config->blockDimZ;
+  q->smem = config->sharedMemBytes;
+  q->stream = config->hStream;
+  memcpy(q->cluster, cluster, sizeof q->cluster);
+  q->num_attrs = (int)config->numAttrs;
+  tl_has_occupancy = 1;
+  *numClusters = atomic_load_explicit(&g_max_active_clusters, memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
 #endif /* FAKE_CUDA_LEAN_DRIVER */
 
 #endif /* FAKE_CUDA_OLD_DRIVER */
+
+/* ---- Tensor maps, device memory, stream capture ----------------------------- */
+
+#ifndef FAKE_CUDA_LEAN_DRIVER
+/* Bytes per element of each CUtensorMapDataType the fake encodes (the
+   packed sub-byte types, 13..15, are refused); whether it is a float. */
+static const struct {
+  unsigned bytes;
+  int floating;
+} k_tensor_map_types[] = {{1, 0}, {2, 0}, {4, 0}, {4, 0}, {8, 0}, {8, 0}, {2, 1},
+                          {4, 1}, {8, 1}, {2, 1}, {4, 1}, {4, 1}, {4, 1}};
+
+/* Whether a cuTensorMapEncodeTiled call satisfies the driver's documented
+   requirements (fake_cuda.h); `c` has its arguments. */
+static int tensor_map_valid(const fake_cuda_tensor_map_call *c, const cuuint64_t *dims,
+                            const cuuint64_t *strides, const cuuint32_t *box,
+                            const cuuint32_t *element_strides) {
+  const unsigned ntypes = sizeof k_tensor_map_types / sizeof k_tensor_map_types[0];
+  if (c->map == NULL || (uintptr_t)c->map % 64 != 0 || c->data_type < 0 ||
+      (unsigned)c->data_type >= ntypes || c->rank < 1 || c->rank > 5 ||
+      (uintptr_t)c->address % 16 != 0 || dims == NULL || box == NULL || element_strides == NULL ||
+      (c->rank > 1 && strides == NULL) || c->interleave != CU_TENSOR_MAP_INTERLEAVE_NONE ||
+      c->swizzle < 0 || c->swizzle > CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B || c->l2_promotion < 0 ||
+      c->l2_promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B || c->oob_fill < 0 || c->oob_fill > 1) {
+    return 0;
+  }
+  const unsigned elem = k_tensor_map_types[c->data_type].bytes;
+  if (c->oob_fill && !k_tensor_map_types[c->data_type].floating) {
+    return 0;
+  }
+  for (unsigned i = 0; i < c->rank; ++i) {
+    if (dims[i] == 0 || dims[i] > (1ull << 32) || box[i] == 0 || box[i] > 256 ||
+        element_strides[i] == 0 || element_strides[i] > 8) {
+      return 0;
+    }
+  }
+  for (unsigned i = 0; i + 1 < c->rank; ++i) {
+    if (strides[i] % 16 != 0 || strides[i] >= (1ull << 40)) {
+      return 0;
+    }
+  }
+  const unsigned inner = box[0] * elem;
+  static const unsigned spans[] = {0, 32, 64, 128, 128, 128, 128}; /* by swizzle */
+  return inner % 16 == 0 && (c->swizzle == 0 || inner <= spans[c->swizzle]);
+}
+
+/* Records the call (as the calling thread's last), checks it as the driver
+   would and writes a recognizable map: "FAKETMAP", the address, a serial
+   number, then the dims. */
+EXPORT CUresult CUDAAPI cuTensorMapEncodeTiled(
+    CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+    void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+    const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+    CUtensorMapFloatOOBfill oobFill) {
+  count_call(FN_TENSOR_MAP_ENCODE_TILED, -1);
+  fake_cuda_tensor_map_call *c = &tl_last_tensor_map;
+  memset(c, 0, sizeof *c);
+  c->map = tensorMap;
+  c->data_type = (int)tensorDataType;
+  c->rank = tensorRank;
+  c->address = globalAddress;
+  for (unsigned i = 0; i < tensorRank && i < 5; ++i) {
+    c->dims[i] = globalDim != NULL ? globalDim[i] : 0;
+    c->strides[i] = globalStrides != NULL && i + 1 < tensorRank ? globalStrides[i] : 0;
+    c->box[i] = boxDim != NULL ? boxDim[i] : 0;
+    c->element_strides[i] = elementStrides != NULL ? elementStrides[i] : 0;
+  }
+  c->interleave = (int)interleave;
+  c->swizzle = (int)swizzle;
+  c->l2_promotion = (int)l2Promotion;
+  c->oob_fill = (int)oobFill;
+  tl_has_tensor_map = 1;
+  CUresult r = take_failure(FN_TENSOR_MAP_ENCODE_TILED);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r == CUDA_SUCCESS &&
+      !tensor_map_valid(c, globalDim, globalStrides, boxDim, elementStrides)) {
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
+  c->result = (int)r;
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  c->serial = atomic_fetch_add_explicit(&g_tensor_map_serial, 1, memory_order_relaxed) + 1;
+  unsigned char *out = (unsigned char *)tensorMap;
+  memset(out, 0, sizeof *tensorMap);
+  memcpy(out, "FAKETMAP", 8);
+  const uint64_t address = (uint64_t)(uintptr_t)globalAddress;
+  memcpy(out + 8, &address, 8);
+  memcpy(out + 16, &c->serial, 8);
+  for (unsigned i = 0; i < tensorRank; ++i) {
+    const uint64_t dim = globalDim[i];
+    memcpy(out + 24 + 8 * i, &dim, 8);
+  }
+  return CUDA_SUCCESS;
+}
+
+/* What cuStreamIsCapturing answers for `stream` (fake_cuda_set_capturing). */
+EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream,
+                                            CUstreamCaptureStatus *captureStatus) {
+  count_call(FN_STREAM_IS_CAPTURING, current_device());
+  CUresult r = take_failure(FN_STREAM_IS_CAPTURING);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r != CUDA_SUCCESS) {
+    return r;
+  }
+  const int index = stream_index(hStream);
+  if (index < 0) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (captureStatus == NULL) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *captureStatus =
+      (CUstreamCaptureStatus)atomic_load_explicit(&g_capturing[index], memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+#endif /* FAKE_CUDA_LEAN_DRIVER */
+
+#define MAX_ALLOCATIONS 4096
+#define DEVICE_BASE ((CUdeviceptr)0x7a0000000000ull) /* no host mapping */
+#define ALLOCATION_SPACING ((CUdeviceptr)2 << 20)   /* addresses 2 MiB apart */
+
+/* Every allocation since reset (freed ones too, until the table is full:
+   then freed entries are reused).  Guarded by g_mem_lock, which the
+   allocation calls take: it orders nothing the runtime's launch path
+   reads (see the file comment). */
+static pthread_mutex_t g_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static fake_cuda_allocation g_allocations[MAX_ALLOCATIONS];
+static int g_num_allocations;
+static CUdeviceptr g_next_address = DEVICE_BASE;
+static size_t g_allocated; /* live bytes */
+
+/* A table entry for a new allocation, or NULL when the table is full of
+   live ones.  Called with g_mem_lock held. */
+static fake_cuda_allocation *new_allocation(void) {
+  if (g_num_allocations < MAX_ALLOCATIONS) {
+    return &g_allocations[g_num_allocations++];
+  }
+  for (int i = 0; i < MAX_ALLOCATIONS; ++i) {
+    if (!g_allocations[i].live) {
+      return &g_allocations[i];
+    }
+  }
+  return NULL;
+}
+
+/* Allocates `bytes` on the current device (for cuMemAllocAsync on
+   `stream`), counted against the free memory; CUDA_ERROR_OUT_OF_MEMORY
+   when it does not fit. */
+__attribute__((unused)) static CUresult allocate(CUdeviceptr *ptr, size_t bytes, int async,
+                                                 CUstream stream) {
+  const int dev = current_device();
+  if (dev < 0) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (ptr == NULL || bytes == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const size_t free_bytes = atomic_load_explicit(&g_mem_free, memory_order_relaxed);
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&g_mem_lock);
+  fake_cuda_allocation *a = NULL;
+  if (bytes > free_bytes - (g_allocated < free_bytes ? g_allocated : free_bytes) ||
+      (a = new_allocation()) == NULL) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    const fake_cuda_allocation made = {g_next_address, bytes, dev, async, stream, 1, 0, NULL};
+    *a = made;
+    *ptr = g_next_address;
+    g_next_address += (bytes + ALLOCATION_SPACING - 1) / ALLOCATION_SPACING * ALLOCATION_SPACING;
+    g_allocated += bytes;
+  }
+  pthread_mutex_unlock(&g_mem_lock);
+  return r;
+}
+
+/* Frees the live allocation at `ptr` (on `stream` when `async`);
+   CUDA_ERROR_INVALID_VALUE for any other address. */
+__attribute__((unused)) static CUresult release(CUdeviceptr ptr, int async, CUstream stream) {
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_mem_lock);
+  for (int i = 0; i < g_num_allocations; ++i) {
+    fake_cuda_allocation *a = &g_allocations[i];
+    if (a->live && a->base == ptr) {
+      a->live = 0;
+      a->freed_async = async;
+      a->freed_stream = stream;
+      g_allocated -= a->size;
+      r = CUDA_SUCCESS;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_mem_lock);
+  return r;
+}
+
+/* Whether [dst, dst + bytes) lies inside one live allocation (the tuning
+   harness's cuMemcpyHtoD, fake_cuda_tune.c). */
+int fake_cuda_memory_is_live(CUdeviceptr dst, size_t bytes) {
+  int inside = 0;
+  pthread_mutex_lock(&g_mem_lock);
+  for (int i = 0; i < g_num_allocations && !inside; ++i) {
+    const fake_cuda_allocation *a = &g_allocations[i];
+    inside = a->live && dst >= a->base && dst - a->base <= a->size &&
+             bytes <= a->size - (dst - a->base);
+  }
+  pthread_mutex_unlock(&g_mem_lock);
+  return inside;
+}
+
+#ifndef FAKE_CUDA_LEAN_DRIVER
+/* The status of stream-ordered allocation on `stream`: an invalid handle,
+   or a capture, which the runtime must never allocate in. */
+static CUresult check_async_stream(CUstream stream) {
+  const int index = stream_index(stream);
+  if (index < 0) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  return atomic_load_explicit(&g_capturing[index], memory_order_relaxed) != 0
+             ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+             : CUDA_SUCCESS;
+}
+
+/* Device memory for the current device, after cuMemGetInfo's checks (its
+   count, failures and context), as the tuning harness has always seen it;
+   counted as cuMemAlloc_v2 too. */
+EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+  count_call(FN_MEM_ALLOC, current_device());
+  CUresult r = take_failure(FN_MEM_ALLOC);
+  size_t free_bytes = 0, total = 0;
+  if (r == CUDA_SUCCESS) {
+    r = cuMemGetInfo(&free_bytes, &total);
+  }
+  return r != CUDA_SUCCESS ? r : allocate(dptr, bytesize, 0, NULL);
+}
+
+/* Stream-ordered device memory: an allocation recorded with its stream. */
+EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  count_call(FN_MEM_ALLOC_ASYNC, current_device());
+  load_delay();
+  CUresult r = take_failure(FN_MEM_ALLOC_ASYNC);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r == CUDA_SUCCESS) {
+    r = check_async_stream(hStream);
+  }
+  return r != CUDA_SUCCESS ? r : allocate(dptr, bytesize, 1, hStream);
+}
+
+/* Frees an allocation of either kind now. */
+EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+  count_call(FN_MEM_FREE, -1);
+  CUresult r = take_failure(FN_MEM_FREE);
+  return r != CUDA_SUCCESS ? r : release(dptr, 0, NULL);
+}
+
+/* Frees an allocation of either kind in stream order, recording the
+   stream. */
+EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  count_call(FN_MEM_FREE_ASYNC, current_device());
+  CUresult r = take_failure(FN_MEM_FREE_ASYNC);
+  if (r == CUDA_SUCCESS) {
+    r = check_initialized();
+  }
+  if (r == CUDA_SUCCESS) {
+    r = check_async_stream(hStream);
+  }
+  return r != CUDA_SUCCESS ? r : release(dptr, 1, hStream);
+}
+#endif /* FAKE_CUDA_LEAN_DRIVER */
 
 /* ---- Control interface (fake_cuda.h) ------------------------------------------- */
 /* Each function below is documented at its member of fake_cuda_api in
@@ -949,9 +1359,22 @@ EXPORT void fake_cuda_reset(void) {
   atomic_store_explicit(&g_last_load_preserved, 0, memory_order_relaxed);
   atomic_store_explicit(&g_reject_library_options, 0, memory_order_relaxed);
   atomic_store_explicit(&g_live_libraries, 0, memory_order_relaxed);
+  for (int i = 0; i < 5; ++i) {
+    atomic_store_explicit(&g_capturing[i], 0, memory_order_relaxed);
+  }
+  atomic_store_explicit(&g_max_active_clusters, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_tensor_map_serial, 0ull, memory_order_relaxed);
+  pthread_mutex_lock(&g_mem_lock);
+  memset(g_allocations, 0, sizeof g_allocations);
+  g_num_allocations = 0;
+  g_next_address = DEVICE_BASE;
+  g_allocated = 0;
+  pthread_mutex_unlock(&g_mem_lock);
   tl_device = FAKE_CUDA_FOLLOW_DEFAULT;
   tl_has_launch = 0;
   tl_launch_hook = NULL;
+  tl_has_tensor_map = 0;
+  tl_has_occupancy = 0;
 }
 
 /* Starts from the reset state, so a test that forgets to reset still sees
@@ -1073,4 +1496,78 @@ EXPORT void fake_cuda_set_initialized(int initialized) {
 
 EXPORT void fake_cuda_set_launch_hook(void (*hook)(const fake_cuda_launch *launch)) {
   tl_launch_hook = hook;
+}
+
+EXPORT int fake_cuda_last_tensor_map(fake_cuda_tensor_map_call *out) {
+  if (!tl_has_tensor_map) {
+    return 0;
+  }
+  *out = tl_last_tensor_map;
+  return 1;
+}
+
+EXPORT int fake_cuda_find_allocation(unsigned long long address, fake_cuda_allocation *out) {
+  int found = 0;
+  pthread_mutex_lock(&g_mem_lock);
+  /* The newest first: an address freed and handed out again is the live one. */
+  for (int i = g_num_allocations - 1; i >= 0 && !found; --i) {
+    if (g_allocations[i].base == address) {
+      *out = g_allocations[i];
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&g_mem_lock);
+  return found;
+}
+
+EXPORT int fake_cuda_live_allocations(void) {
+  int live = 0;
+  pthread_mutex_lock(&g_mem_lock);
+  for (int i = 0; i < g_num_allocations; ++i) {
+    live += g_allocations[i].live;
+  }
+  pthread_mutex_unlock(&g_mem_lock);
+  return live;
+}
+
+EXPORT void fake_cuda_set_capturing(const void *stream, int status) {
+  const int index = stream_index(stream);
+  if (index >= 0) {
+    atomic_store_explicit(&g_capturing[index], status, memory_order_relaxed);
+  }
+}
+
+EXPORT void fake_cuda_set_max_active_clusters(int clusters) {
+  atomic_store_explicit(&g_max_active_clusters, clusters, memory_order_relaxed);
+}
+
+EXPORT int fake_cuda_last_occupancy_query(fake_cuda_launch *out) {
+  if (!tl_has_occupancy) {
+    return 0;
+  }
+  *out = tl_last_occupancy;
+  return 1;
+}
+
+EXPORT int fake_cuda_kernel_attribute(const void *kernel, int attribute, int device) {
+#ifdef FAKE_CUDA_OLD_DRIVER
+  (void)kernel;
+  (void)attribute;
+  (void)device;
+  return -1;
+#else
+  if (device < 0 || device >= FAKE_CUDA_MAX_DEVICES) {
+    return -1;
+  }
+  int value = -1;
+  pthread_mutex_lock(&g_lock);
+  const fake_kernel *k = find_kernel(kernel);
+  if (k != NULL && attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    value = k->smem_limit[device];
+  } else if (k != NULL && attribute == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+    value = k->non_portable[device];
+  }
+  pthread_mutex_unlock(&g_lock);
+  return value;
+#endif
 }

@@ -29,9 +29,33 @@
  *
  * cuLaunchKernelEx is cuLaunchKernel with a CUlaunchConfig: the same checks
  * and lazy loading, and the same record (fake_cuda_launch), which also
- * holds the attributes it got.  The lean build (libfakecuda_lean.so) lacks
- * it, like the other entry points the runtime looks up on first use, and
- * stands in for a driver without it.
+ * holds the attributes it got.  A cluster of more than 8 blocks needs the
+ * kernel's NON_PORTABLE_CLUSTER_SIZE_ALLOWED on the device (set with
+ * cuKernelSetAttribute), and more than 16 is refused, as on an H100
+ * (CUDA_ERROR_INVALID_CLUSTER_SIZE); cuOccupancyMaxActiveClusters applies the
+ * same rules and answers what fake_cuda_set_max_active_clusters set.  The
+ * lean build (libfakecuda_lean.so) lacks cuLaunchKernelEx, like the other
+ * entry points the runtime looks up on first use, and stands in for a
+ * driver without it.
+ *
+ * cuTensorMapEncodeTiled checks its arguments as the CUDA reference says
+ * the driver does (the map 64-byte aligned, the address 16-byte aligned,
+ * dims 1..2^32, strides multiples of 16 below 2^40, boxes 1..256 whose
+ * innermost bytes are a multiple of 16 and fit the swizzle span, element
+ * strides 1..8, padding nan only for floating types) and fails with
+ * CUDA_ERROR_INVALID_VALUE otherwise; every call's arguments are recorded
+ * (fake_cuda_tensor_map_call).  The map it writes starts with the bytes
+ * "FAKETMAP", then the address and a serial number, one per successful
+ * call, so a test can tell which call made a map.
+ *
+ * Device memory is not backed: cuMemAlloc and cuMemAllocAsync hand out
+ * addresses 2 MiB apart in a range no process maps, counted against the
+ * free memory of fake_cuda_set_mem_info (more is CUDA_ERROR_OUT_OF_MEMORY),
+ * and record the device (the current one), the stream and how each was
+ * freed (fake_cuda_allocation).  The stream-ordered calls refuse a stream
+ * that is capturing (fake_cuda_set_capturing) with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: the runtime must never allocate
+ * there.
  *
  * CUDA is initialized by cuInit or, standing in for an application that
  * initialized it before its first kpack launch (cudaSetDevice), by
@@ -88,7 +112,40 @@ typedef struct fake_cuda_launch {
   unsigned cooperative;   /* COOPERATIVE's value; 0 if absent */
   unsigned cluster[3];    /* CLUSTER_DIMENSION's x, y, z; 0 if absent */
   int num_attrs;          /* the config's numAttrs */
+  unsigned cluster_policy; /* CLUSTER_SCHEDULING_POLICY_PREFERENCE's value; 0 if absent */
 } fake_cuda_launch;
+
+/* The arguments of a cuTensorMapEncodeTiled call, as the driver got them
+   (innermost dimension first); only the first `rank` entries (rank - 1 for
+   the strides) are copied. */
+typedef struct fake_cuda_tensor_map_call {
+  const void *map;
+  int data_type;
+  unsigned rank;
+  const void *address;
+  unsigned long long dims[5];
+  unsigned long long strides[5];
+  unsigned box[5];
+  unsigned element_strides[5];
+  int interleave;
+  int swizzle;
+  int l2_promotion;
+  int oob_fill;
+  int result;                /* the CUresult the fake returned */
+  unsigned long long serial; /* written into the map; 0 when the call failed */
+} fake_cuda_tensor_map_call;
+
+/* One device allocation of cuMemAlloc or cuMemAllocAsync. */
+typedef struct fake_cuda_allocation {
+  unsigned long long base;
+  unsigned long long size;
+  int device;               /* current at the allocation */
+  int async;                /* 1: cuMemAllocAsync */
+  const void *stream;       /* cuMemAllocAsync's stream */
+  int live;                 /* 0 once freed */
+  int freed_async;          /* 1: freed with cuMemFreeAsync */
+  const void *freed_stream; /* cuMemFreeAsync's stream */
+} fake_cuda_allocation;
 
 /* The control functions, as resolved by fake_cuda_bind(). */
 typedef struct fake_cuda_api {
@@ -112,8 +169,8 @@ typedef struct fake_cuda_api {
      `cu_result` without doing anything.  Returns 0, or -1 for an unknown
      function name. */
   int (*fail_next)(const char *function, int cu_result);
-  /* Sleep in cuLibraryLoadData, cuKernelGetFunction and
-     cuKernelSetAttribute, to widen races. */
+  /* Sleep in cuLibraryLoadData, cuKernelGetFunction, cuKernelSetAttribute
+     and cuMemAllocAsync, to widen races. */
   void (*set_load_delay_us)(unsigned microseconds);
   void (*set_mem_info)(size_t free_bytes, size_t total_bytes);
   void (*set_max_smem_optin)(int bytes);
@@ -126,7 +183,9 @@ typedef struct fake_cuda_api {
   unsigned long long (*count)(const char *function);
   /* As count(), for calls made on (or, for cuKernelSetAttribute, naming)
      `device`.  Counted for cuKernelGetFunction, cuKernelSetAttribute,
-     cuLaunchKernel, cuLaunchKernelEx and lazy_module_load. */
+     cuLaunchKernel, cuLaunchKernelEx, lazy_module_load,
+     cuOccupancyMaxActiveClusters, cuMemAlloc_v2, cuMemAllocAsync,
+     cuMemFreeAsync and cuStreamIsCapturing (the current device). */
   unsigned long long (*count_on_device)(const char *function, int device);
   /* Libraries loaded and not unloaded. */
   int (*live_libraries)(void);
@@ -165,6 +224,29 @@ typedef struct fake_cuda_api {
   /* What cuDeviceGetName answers for `device` (up to 127 bytes).  Set it
      before the threads that launch start. */
   void (*set_device_name)(int device, const char *name);
+  /* Copies the calling thread's last cuTensorMapEncodeTiled call (failed
+     ones too); returns 0 if it made none since reset. */
+  int (*last_tensor_map)(fake_cuda_tensor_map_call *out);
+  /* Copies the allocation whose base is `address` (live or freed) into
+     *out; returns 0 if there is none. */
+  int (*allocation)(unsigned long long address, fake_cuda_allocation *out);
+  /* Allocations not freed. */
+  int (*live_allocations)(void);
+  /* What cuStreamIsCapturing answers for `stream` (NULL or a fake stream):
+     a CUstreamCaptureStatus, 0 (none) after reset. */
+  void (*set_capturing)(const void *stream, int status);
+  /* What cuOccupancyMaxActiveClusters answers for a cluster it accepts; 1
+     after reset. */
+  void (*set_max_active_clusters)(int clusters);
+  /* Copies the calling thread's last successful cuOccupancyMaxActiveClusters
+     call's config (grid, block, smem, stream, cluster, num_attrs, and the
+     function as `function`); returns 0 if it made none since reset. */
+  int (*last_occupancy_query)(fake_cuda_launch *out);
+  /* The value cuKernelSetAttribute set for `attribute` (a
+     CUfunction_attribute: MAX_DYNAMIC_SHARED_SIZE_BYTES or
+     NON_PORTABLE_CLUSTER_SIZE_ALLOWED) of the CUkernel `kernel` on
+     `device`; 0 if never set, -1 for an unknown kernel or attribute. */
+  int (*kernel_attribute)(const void *kernel, int attribute, int device);
 } fake_cuda_api;
 
 /*
@@ -181,7 +263,9 @@ static inline int fake_cuda_bind(fake_cuda_api *api, void *handle) {
       "fake_cuda_last_launch", "fake_cuda_kernel_entry", "fake_cuda_set_initialized",
       "fake_cuda_set_launch_hook", "fake_cuda_last_load_preserved",
       "fake_cuda_set_reject_library_options", "fake_cuda_set_device_attribute",
-      "fake_cuda_set_device_name"};
+      "fake_cuda_set_device_name", "fake_cuda_last_tensor_map", "fake_cuda_find_allocation",
+      "fake_cuda_live_allocations", "fake_cuda_set_capturing", "fake_cuda_set_max_active_clusters",
+      "fake_cuda_last_occupancy_query", "fake_cuda_kernel_attribute"};
   /* The members are function pointers in declaration order, all of the size
      of void * (POSIX), so they are filled as an array; memcpy because C and
      C++ have no portable void * to function pointer conversion. */

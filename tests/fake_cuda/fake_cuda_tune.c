@@ -179,64 +179,13 @@ EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 
 /* ---- Device memory ------------------------------------------------------------ */
 
-#define MAX_ALLOCATIONS 4096
-#define DEVICE_BASE ((CUdeviceptr)0x7a0000000000ull) /* no host mapping */
-
-typedef struct allocation {
-  CUdeviceptr base;
-  size_t size;
-  int live;
-} allocation;
-
-static allocation g_allocations[MAX_ALLOCATIONS];
-static CUdeviceptr g_next = DEVICE_BASE;
-static size_t g_allocated;
-
-EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *ptr, size_t bytes) {
-  size_t free_bytes = 0, total = 0;
-  CUresult r = cuMemGetInfo(&free_bytes, &total);
-  if (r != CUDA_SUCCESS) return r;
-  if (ptr == NULL || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&g_tune_lock);
-  int slot = -1;
-  for (int i = 0; i < MAX_ALLOCATIONS && slot < 0; ++i)
-    if (!g_allocations[i].live) slot = i;
-  if (slot < 0 || bytes > free_bytes - (g_allocated < free_bytes ? g_allocated : free_bytes)) {
-    r = CUDA_ERROR_OUT_OF_MEMORY;
-  } else {
-    g_allocations[slot] = (allocation){g_next, bytes, 1};
-    *ptr = g_next;
-    g_next += (bytes + 511) / 512 * 512;
-    g_allocated += bytes;
-  }
-  pthread_mutex_unlock(&g_tune_lock);
-  return r;
-}
-
-EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
-  CUresult r = CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&g_tune_lock);
-  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
-    if (g_allocations[i].live && g_allocations[i].base == ptr) {
-      g_allocations[i].live = 0;
-      g_allocated -= g_allocations[i].size;
-      r = CUDA_SUCCESS;
-    }
-  pthread_mutex_unlock(&g_tune_lock);
-  return r;
-}
+/* cuMemAlloc and cuMemFree are fake_cuda.c's, which keeps the allocations
+   (the runtime's scratch workspaces allocate there too). */
+int fake_cuda_memory_is_live(CUdeviceptr dst, size_t bytes);
 
 EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
   if (src == NULL) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&g_tune_lock);
-  for (int i = 0; i < MAX_ALLOCATIONS; ++i) {
-    const allocation *a = &g_allocations[i];
-    if (a->live && dst >= a->base && dst - a->base <= a->size && bytes <= a->size - (dst - a->base))
-      r = CUDA_SUCCESS;
-  }
-  pthread_mutex_unlock(&g_tune_lock);
-  return r;
+  return fake_cuda_memory_is_live(dst, bytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Host memory the device reads at the same address (unified addressing). */

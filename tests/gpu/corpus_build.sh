@@ -25,6 +25,7 @@ for package in liger fla; do
   cc -shared -fPIC -O2 -std=c11 -I "$work" -I "$root/runtime" -I /usr/local/cuda/include \
     "$work/${package}_launch.c" "$work/${package}_fatbins.S" \
     "$root/runtime/kpack_runtime.c" "$root/runtime/driver.c" "$root/runtime/errors.c" \
+    "$root/runtime/workspace.c" "$root/runtime/tensor_map.c" \
     -ldl -lpthread -o "$out/lib$package.so"
   echo "corpus_build: $out/lib$package.so"
 done

@@ -71,7 +71,7 @@ echo "flashinfer_build: C objects (launchers, fatbins, runtime)"
 cflags=(-O2 -std=c11 -Wall -I "$gen" -I "$root/runtime" -I "$cuda/include")
 cc "${cflags[@]}" -c "$gen/fic.c" -o "$obj/fic.o"
 cc -c "$gen/fic.S" -o "$obj/fic_fatbins.o"
-for src in kpack_runtime driver errors; do
+for src in kpack_runtime driver errors workspace tensor_map; do
   cc "${cflags[@]}" -c "$root/runtime/$src.c" -o "$obj/$src.o"
 done
 c++ -O2 -std=c++17 -Wall -Wextra -c "$root/tests/gpu/reference.cc" -o "$obj/reference.o"
@@ -84,7 +84,7 @@ gencode=(-gencode "arch=compute_80,code=sm_80" -gencode "arch=compute_90,code=sm
   -Xcompiler -Wall -c "$root/tests/gpu/flashinfer_check.cu" -o "$obj/flashinfer_check.o"
 "$nvcc" "${gencode[@]}" -cudart static -o "$out/flashinfer_check" \
   "$obj/flashinfer_check.o" "$obj/reference.o" "$obj/fic.o" "$obj/fic_fatbins.o" \
-  "$obj/kpack_runtime.o" "$obj/driver.o" "$obj/errors.o" -ldl -lpthread -lrt
+  "$obj/kpack_runtime.o" "$obj/driver.o" "$obj/errors.o" "$obj/workspace.o" "$obj/tensor_map.o" -ldl -lpthread -lrt
 
 # What the GPU machine needs to be true of the binary.
 if readelf -d "$out/flashinfer_check" | grep -E 'NEEDED.*(libcuda\.so|libcudart\.so)'; then

@@ -37,7 +37,7 @@ TEST_CASE("every status has its pinned value, name and message", "[errors]") {
       {KPACK_ERROR_NO_SPECIALIZATION, 7, "KPACK_ERROR_NO_SPECIALIZATION",
        "No specialization was built for the requested constexpr values."},
       {KPACK_ERROR_OUT_OF_MEMORY, 8, "KPACK_ERROR_OUT_OF_MEMORY",
-       "The device ran out of memory while loading a kernel."},
+       "The device ran out of memory while loading a kernel or allocating scratch memory."},
       {KPACK_ERROR_LOAD_FAILED, 9, "KPACK_ERROR_LOAD_FAILED", "The driver could not load a kernel."},
       {KPACK_ERROR_LAUNCH_FAILED, 10, "KPACK_ERROR_LAUNCH_FAILED",
        "The driver rejected the kernel launch."},
@@ -45,6 +45,8 @@ TEST_CASE("every status has its pinned value, name and message", "[errors]") {
        "The generated launchers were built for a different kpack runtime ABI."},
       {KPACK_ERROR_DRIVER, 12, "KPACK_ERROR_DRIVER", "A CUDA driver call failed."},
       {KPACK_ERROR_INTERNAL, 13, "KPACK_ERROR_INTERNAL", "Internal error in the kpack runtime."},
+      {KPACK_ERROR_WORKSPACE_TOO_SMALL, 14, "KPACK_ERROR_WORKSPACE_TOO_SMALL",
+       "The scratch workspace of the stream is too small for the launch and cannot grow."},
   };
   REQUIRE(std::size(rows) == KPACK_STATUS_COUNT);
   for (const Row &row : rows) {

@@ -7,6 +7,7 @@
 #include "fake_cuda.h"
 #include "kpack_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 _Static_assert(FX_ARCH_SPECIFIC == KPACK_ARCH_SPECIFIC, "arch flag");
@@ -21,6 +22,17 @@ _Static_assert(FX_DEVICE_ATTR_L2_BYTES == KPACK_DEVICE_ATTR_L2_BYTES, "device at
 _Static_assert(FX_DEVICE_ATTR_COUNT == KPACK_DEVICE_ATTR_COUNT, "device attribute");
 _Static_assert(FX_LAUNCH_PDL == KPACK_LAUNCH_PDL, "launch flag");
 _Static_assert(FX_LAUNCH_COOPERATIVE == KPACK_LAUNCH_COOPERATIVE, "launch flag");
+_Static_assert(FX_LAUNCH_CLUSTER_SPREAD == KPACK_LAUNCH_CLUSTER_SPREAD, "launch flag");
+#define FX_SAME_FIELD(field)                                                                   \
+  _Static_assert(offsetof(fx_tensor_map_spec, field) == offsetof(kpack_tensor_map_spec, field), \
+                 "tensor map spec field " #field)
+FX_SAME_FIELD(data_type);
+FX_SAME_FIELD(elem_bytes);
+FX_SAME_FIELD(rank);
+FX_SAME_FIELD(box);
+FX_SAME_FIELD(swizzle);
+FX_SAME_FIELD(oob_nan);
+_Static_assert(sizeof(fx_tensor_map_spec) == sizeof(kpack_tensor_map_spec), "tensor map spec");
 
 /* Fake fatbins: the magic, then "<entry>:<parameter count>" items and the
    archs the image has code for, which the fake driver checks devices
@@ -175,3 +187,21 @@ kpack_status fx_device_attribute(const char *who, int which, int64_t *value) {
 
 const char *fx_status_name(int value) { return kpack_status_name((kpack_status)value); }
 const char *fx_status_message(int value) { return kpack_status_message((kpack_status)value); }
+
+kpack_status fx_tensor_map_encode(const char *who, const char *param,
+                                  const fx_tensor_map_spec *spec, const void *base,
+                                  const int64_t *shape, const int64_t *strides, void *map,
+                                  int32_t *shape32) {
+  /* The same layout (checked above), so the pointer is passed as is. */
+  return kpack_tensor_map_encode(who, param, (const kpack_tensor_map_spec *)(const void *)spec,
+                                 base, shape, strides, map, shape32);
+}
+
+void fx_set_tensor_map_cache(int enabled) { kpack_set_tensor_map_cache_for_testing(enabled); }
+
+kpack_status fx_scratch(const char *who, kpack_stream stream, uint64_t bytes, uint32_t align,
+                        void **ptr) {
+  return kpack_scratch(who, stream, bytes, align, ptr);
+}
+
+void fx_device_hint_clear(void) { kpack_device_hint_clear(); }

@@ -47,6 +47,7 @@ kpack_status fx_launch_null(void);
    kpack_launch_ex of fixture `id`. */
 #define FX_LAUNCH_PDL 0x1u
 #define FX_LAUNCH_COOPERATIVE 0x2u
+#define FX_LAUNCH_CLUSTER_SPREAD 0x4u
 kpack_status fx_launch_ex(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t grid_y,
                           uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z,
                           uint32_t smem_bytes, void **args, uint32_t flags, uint32_t cluster_x,
@@ -85,6 +86,28 @@ void fx_set_driver_path(const char *path);
 #define FX_DEVICE_ATTR_L2_BYTES 3
 #define FX_DEVICE_ATTR_COUNT 4
 kpack_status fx_device_attribute(const char *who, int which, int64_t *value);
+
+/* kpack_tensor_map_spec, field for field (fixtures.c checks that the
+   layouts agree), and kpack_tensor_map_encode. */
+typedef struct fx_tensor_map_spec {
+  uint32_t data_type;
+  uint32_t elem_bytes;
+  uint32_t rank;
+  uint32_t box[5];
+  uint32_t swizzle;
+  uint32_t oob_nan;
+} fx_tensor_map_spec;
+kpack_status fx_tensor_map_encode(const char *who, const char *param,
+                                  const fx_tensor_map_spec *spec, const void *base,
+                                  const int64_t *shape, const int64_t *strides, void *map,
+                                  int32_t *shape32);
+/* kpack_set_tensor_map_cache_for_testing. */
+void fx_set_tensor_map_cache(int enabled);
+
+/* kpack_scratch and kpack_device_hint_clear. */
+kpack_status fx_scratch(const char *who, kpack_stream stream, uint64_t bytes, uint32_t align,
+                        void **ptr);
+void fx_device_hint_clear(void);
 
 /* kpack_status_name/message of any int.  In C every int converts to the
    enum; C++ code must not cast values outside its range (0..15) to it,

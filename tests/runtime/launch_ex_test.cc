@@ -25,6 +25,7 @@ namespace {
 
 constexpr uint32_t kPdl = FX_LAUNCH_PDL;
 constexpr uint32_t kCoop = FX_LAUNCH_COOPERATIVE;
+constexpr uint32_t kSpread = FX_LAUNCH_CLUSTER_SPREAD;
 
 // Kernel arguments in cuLaunchKernel form: one pointer per parameter.
 struct Args {
@@ -221,7 +222,10 @@ TEST_CASE("kpack_launch and kpack_launch_ex share a kernel's state", "[launch_ex
 
 TEST_CASE("unknown flags and malformed clusters are KPACK_ERROR_INVALID_ARGUMENT", "[launch_ex]") {
   const std::string spec = "vector_add_f16_b256: kpack_launch_ex: ";
-  const std::string known = " (known: KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2)";
+  const std::string known = " (known: KPACK_LAUNCH_PDL 0x1, KPACK_LAUNCH_COOPERATIVE 0x2, "
+                            "KPACK_LAUNCH_CLUSTER_SPREAD 0x4)";
+  const std::string spread_alone =
+      "KPACK_LAUNCH_CLUSTER_SPREAD needs a cluster (cluster_x 0 means none)";
   const std::string no_cluster =
       ": cluster_x 0 means no cluster, so cluster_y and cluster_z must be 0 too";
   const std::string at_least_1 = ": every cluster dimension must be at least 1";
@@ -230,16 +234,19 @@ TEST_CASE("unknown flags and malformed clusters are KPACK_ERROR_INVALID_ARGUMENT
     std::string detail;
   };
   const Row rows[] = {
-      {0x4, 0, 0, 0, spec + "flags 0x4 has unknown bits 0x4" + known},
-      {0x7, 0, 0, 0, spec + "flags 0x7 has unknown bits 0x4" + known},
+      {0x8, 0, 0, 0, spec + "flags 0x8 has unknown bits 0x8" + known},
+      {0xf, 2, 1, 1, spec + "flags 0xf has unknown bits 0x8" + known},
       {0x80000001u, 2, 1, 1, spec + "flags 0x80000001 has unknown bits 0x80000000" + known},
-      {0x8, 0, 1, 0, spec + "flags 0x8 has unknown bits 0x8" + known}, // flags first
+      {0x10, 0, 1, 0, spec + "flags 0x10 has unknown bits 0x10" + known}, // flags first
       {0, 0, 1, 0, spec + "cluster 0x1x0" + no_cluster},
       {kPdl, 0, 0, 1, spec + "cluster 0x0x1" + no_cluster},
       {0, 0, 2, 2, spec + "cluster 0x2x2" + no_cluster},
       {0, 2, 0, 1, spec + "cluster 2x0x1" + at_least_1},
       {kCoop, 2, 1, 0, spec + "cluster 2x1x0" + at_least_1},
       {kPdl | kCoop, 1, 0, 0, spec + "cluster 1x0x0" + at_least_1},
+      {kSpread, 0, 0, 0, spec + spread_alone},
+      {kPdl | kSpread, 0, 0, 0, spec + spread_alone},
+      {kSpread, 0, 1, 0, spec + "cluster 0x1x0" + no_cluster}, // the cluster first
   };
   for (const Row &row : rows) {
     INFO("flags " << row.flags << ", cluster " << row.x << "x" << row.y << "x" << row.z);
@@ -264,7 +271,7 @@ TEST_CASE("kpack_launch_ex checks its other arguments as kpack_launch does", "[l
     CHECK(detail() == "kpack_launch_ex: the kernel is NULL");
   }
   SECTION("a zero block dimension, before the attributes") {
-    CHECK(fx_launch_ex(FX_VECTOR_ADD, nullptr, 1, 1, 1, 256, 0, 1, 0, args.slots, 0x4, 0, 0, 0) ==
+    CHECK(fx_launch_ex(FX_VECTOR_ADD, nullptr, 1, 1, 1, 256, 0, 1, 0, args.slots, 0x8, 0, 0, 0) ==
           KPACK_ERROR_INVALID_ARGUMENT);
     CHECK(detail() == "vector_add_f16_b256: block dimensions must be nonzero, got 256x0x1");
   }
@@ -278,7 +285,7 @@ TEST_CASE("kpack_launch_ex checks its other arguments as kpack_launch does", "[l
     fake->set_current_device(-1); // would fail if the driver were asked
     CHECK(fx_launch_ex(FX_VECTOR_ADD, nullptr, 0, 1, 1, 256, 1, 1, 0, args.slots, kPdl, 2, 1,
                        1) == KPACK_SUCCESS);
-    CHECK(fx_launch_ex(FX_VECTOR_ADD, nullptr, 1, 1, 0, 256, 1, 1, 0, args.slots, 0x4, 0, 1,
+    CHECK(fx_launch_ex(FX_VECTOR_ADD, nullptr, 1, 1, 0, 256, 1, 1, 0, args.slots, 0x8, 0, 1,
                        0) == KPACK_SUCCESS);
   }
   CHECK(all_calls(*fake) == 0);
@@ -485,6 +492,216 @@ TEST_CASE("kpack_launch_ex with more shared memory than the device allows is "
         "attention_tile64: cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, 307200) on device "
         "0 failed: CUDA_ERROR_INVALID_VALUE (1)");
   CHECK(fake.count("cuLaunchKernelEx") == 0);
+}
+
+// ---- Clusters ------------------------------------------------------------------------------
+
+namespace {
+
+// CUfunction_attribute and CUclusterSchedulingPolicy values (cuda.h).
+constexpr int kNonPortableClusterSizeAllowed = 14;
+constexpr unsigned kSpreadPolicy = 1; // CU_CLUSTER_SCHEDULING_POLICY_SPREAD
+
+// kpack_launch_ex of `id` with a cluster of `blocks` x 1 x 1 over a grid of
+// `grid_x` blocks of 256 threads.
+kpack_status launch_cluster(fx_id id, uint32_t grid_x, uint32_t blocks, uint32_t flags = 0,
+                            uint32_t smem = 0) {
+  Args args;
+  return fx_launch_ex(id, nullptr, grid_x, 1, 1, 256, 1, 1, smem, args.slots, flags, blocks, 1, 1);
+}
+
+} // namespace
+
+TEST_CASE("KPACK_LAUNCH_CLUSTER_SPREAD asks cuLaunchKernelEx to spread the cluster",
+          "[launch_ex][cluster]") {
+  FakeDriver fake;
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 4, 2, kSpread) == KPACK_SUCCESS);
+  fake_cuda_launch l = last_launch(fake);
+  CHECK(l.num_attrs == 2);
+  CHECK((l.cluster[0] == 2 && l.cluster[1] == 1 && l.cluster[2] == 1));
+  CHECK(l.cluster_policy == kSpreadPolicy);
+  // After the other attributes, as Triton orders them.
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 4, 2, kPdl | kCoop | kSpread) == KPACK_SUCCESS);
+  l = last_launch(fake);
+  CHECK(l.num_attrs == 4);
+  CHECK((l.pdl == 1 && l.cooperative == 1 && l.cluster[0] == 2 && l.cluster_policy == 1));
+  // Without the flag, no policy.
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 4, 2) == KPACK_SUCCESS);
+  CHECK(last_launch(fake).cluster_policy == 0);
+  CHECK(last_launch(fake).num_attrs == 1);
+  // A failure names it.
+  REQUIRE(fake->fail_next("cuLaunchKernelEx", 701) == 0);
+  CHECK(launch_cluster(FX_VECTOR_ADD, 4, 2, kPdl | kSpread) == KPACK_ERROR_LAUNCH_FAILED);
+  CHECK(detail() == "vector_add_f16_b256: cuLaunchKernelEx(grid 4x1x1, block 256x1x1, smem 0, "
+                    "pdl, cluster 2x1x1, spread) failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES "
+                    "(701)");
+}
+
+TEST_CASE("the first launch with a cluster on a device checks that it fits, once",
+          "[launch_ex][cluster]") {
+  FakeDriver fake;
+  fake->set_device_count(2);
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 8, 4, kSpread) == KPACK_SUCCESS);
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 1);
+  fake_cuda_launch q{};
+  REQUIRE(fake->last_occupancy_query(&q) == 1);
+  CHECK((q.grid[0] == 8 && q.block[0] == 256 && q.smem == 0));
+  CHECK((q.cluster[0] == 4 && q.cluster[1] == 1 && q.cluster[2] == 1));
+  CHECK(q.num_attrs == 1); // only the cluster
+  CHECK(q.function == last_launch(fake).function); // the CUkernel, as launched
+  CHECK(fake.count("cuKernelSetAttribute") == 0);   // 4 blocks are portable
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 8, 4, kSpread) == KPACK_SUCCESS);
+  }
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 1);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
+  // Another device checks again.
+  fake->set_current_device(1);
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 8, 4, kSpread) == KPACK_SUCCESS);
+  CHECK(fake->count_on_device("cuOccupancyMaxActiveClusters", 1) == 1);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 2});
+}
+
+TEST_CASE("a kernel launched without a cluster checks at its first cluster launch",
+          "[launch_ex][cluster]") {
+  FakeDriver fake;
+  Args args;
+  REQUIRE(launch_ex(FX_VECTOR_ADD, args, {kPdl}) == KPACK_SUCCESS);
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 0);
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 2, 2) == KPACK_SUCCESS);
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 1);
+  CHECK(fake.count("lazy_module_load") == 1);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1}); // prepared once
+  REQUIRE(launch_cluster(FX_VECTOR_ADD, 2, 2) == KPACK_SUCCESS);
+  REQUIRE(launch_ex(FX_VECTOR_ADD, args, {kPdl}) == KPACK_SUCCESS);
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 1);
+}
+
+TEST_CASE("a cluster of more than 8 blocks sets the non-portable attribute once per device",
+          "[launch_ex][cluster]") {
+  FakeDriver fake;
+  fake->set_device_count(2);
+  fake->set_compute_capability(0, 9, 0);
+  fake->set_compute_capability(1, 9, 0);
+  SECTION("16 blocks from the first launch") {
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(launch_cluster(FX_VECTOR_ADD, 32, 16, kSpread) == KPACK_SUCCESS);
+    }
+    const fake_cuda_launch l = last_launch(fake);
+    CHECK(l.cluster[0] == 16);
+    CHECK(fake->kernel_attribute(l.function, kNonPortableClusterSizeAllowed, 0) == 1);
+    CHECK(fake->kernel_attribute(l.function, kNonPortableClusterSizeAllowed, 1) == 0);
+    CHECK(fake->count_on_device("cuKernelSetAttribute", 0) == 1);
+    CHECK(fake.count("cuOccupancyMaxActiveClusters") == 1);
+    fake->set_current_device(1);
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 16, 16) == KPACK_SUCCESS);
+    CHECK(fake->kernel_attribute(l.function, kNonPortableClusterSizeAllowed, 1) == 1);
+    CHECK(fake->count_on_device("cuKernelSetAttribute", 1) == 1);
+  }
+  SECTION("8 blocks are portable: no attribute") {
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 16, 8) == KPACK_SUCCESS);
+    CHECK(fake.count("cuKernelSetAttribute") == 0);
+    CHECK(fake->kernel_attribute(last_launch(fake).function, kNonPortableClusterSizeAllowed, 0) ==
+          0);
+  }
+  SECTION("2 blocks first, 16 later: set at the first launch that needs it") {
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 16, 2) == KPACK_SUCCESS);
+    CHECK(fake.count("cuKernelSetAttribute") == 0);
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 16, 16) == KPACK_SUCCESS);
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 16, 16) == KPACK_SUCCESS);
+    CHECK(fake.count("cuKernelSetAttribute") == 1);
+    CHECK(fake.count("cuOccupancyMaxActiveClusters") == 2);
+  }
+}
+
+TEST_CASE("a cluster that cannot run on the device is refused, naming it", "[launch_ex][cluster]") {
+  FakeDriver fake;
+  fake->set_compute_capability(0, 9, 0);
+  fake->set_max_active_clusters(0);
+  for (int i = 0; i < 2; ++i) { // not latched: checked again, refused again
+    CHECK(launch_cluster(FX_BIG_SMEM, 16, 16, kSpread, 200000) == KPACK_ERROR_INVALID_ARGUMENT);
+    CHECK(kpack_last_cu_result() == 0);
+    CHECK(detail() == "attention_tile64: cluster 16x1x1 of 256-thread blocks with 200000 bytes of "
+                      "shared memory cannot run on device 0 (sm_90): cuOccupancyMaxActiveClusters "
+                      "gives 0");
+  }
+  CHECK(fake.count("cuLaunchKernelEx") == 0); // nothing launched
+  CHECK(fake.count("lazy_module_load") == 0);
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 2);
+  fake_cuda_launch q{};
+  REQUIRE(fake->last_occupancy_query(&q) == 1);
+  CHECK(q.smem == 200000); // after the shared-memory limit was raised
+  CHECK(fake->last_smem_attribute() == 200000);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 0});
+  // Where it fits, it launches.
+  fake->set_max_active_clusters(3);
+  CHECK(launch_cluster(FX_BIG_SMEM, 16, 16, kSpread, 200000) == KPACK_SUCCESS);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 1});
+}
+
+TEST_CASE("a cluster the driver refuses to size is KPACK_ERROR_INVALID_ARGUMENT naming the call",
+          "[launch_ex][cluster]") {
+  FakeDriver fake;
+  SECTION("more than 16 blocks") {
+    CHECK(fx_launch_ex(FX_VECTOR_ADD, nullptr, 32, 1, 1, 128, 1, 1, 0, Args().slots, 0, 32, 1, 1) ==
+          KPACK_ERROR_INVALID_ARGUMENT);
+    CHECK(kpack_last_cu_result() == 912);
+    CHECK(detail() == "vector_add_f16_b256: cuOccupancyMaxActiveClusters(cluster 32x1x1, block "
+                      "128x1x1, smem 0) on device 0 failed: CUDA_ERROR_INVALID_CLUSTER_SIZE (912)");
+    CHECK(fake.count("cuLaunchKernelEx") == 0);
+  }
+  SECTION("the non-portable attribute refused") {
+    REQUIRE(fake->fail_next("cuKernelSetAttribute", 1) == 0);
+    CHECK(launch_cluster(FX_VECTOR_ADD, 16, 16) == KPACK_ERROR_INVALID_ARGUMENT);
+    CHECK(kpack_last_cu_result() == 1);
+    CHECK(detail() == "vector_add_f16_b256: "
+                      "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1) on device 0 "
+                      "failed: CUDA_ERROR_INVALID_VALUE (1)");
+    CHECK(fake.count("cuLaunchKernelEx") == 0);
+  }
+  SECTION("another failure of the occupancy query") {
+    REQUIRE(fake->fail_next("cuOccupancyMaxActiveClusters", 999) == 0);
+    CHECK(launch_cluster(FX_VECTOR_ADD, 2, 2) == KPACK_ERROR_DRIVER);
+    CHECK(detail() == "vector_add_f16_b256: cuOccupancyMaxActiveClusters(cluster 2x1x1, block "
+                      "256x1x1, smem 0) on device 0 failed: CUDA_ERROR_UNKNOWN (999)");
+    CHECK(fake.count("cuLaunchKernelEx") == 0);
+  }
+  SECTION("a device without code for the kernel") {
+    fake->set_device_count(2);
+    fake->set_compute_capability(1, 7, 5);
+    REQUIRE(launch_cluster(FX_VECTOR_ADD, 2, 2) == KPACK_SUCCESS);
+    fake->set_current_device(1);
+    REQUIRE(fake->fail_next("cuOccupancyMaxActiveClusters", 209) == 0);
+    CHECK(launch_cluster(FX_VECTOR_ADD, 2, 2) == KPACK_ERROR_NO_BINARY_FOR_DEVICE);
+    CHECK(detail() == "vector_add_f16_b256: device 1 is sm_75; this library has SASS for "
+                      "sm_80,sm_90 and no PTX");
+  }
+  CHECK(fake->count_on_device("cuLaunchKernelEx", 1) == 0); // nothing launched where refused
+}
+
+TEST_CASE("16 racing first launches with a 16-block cluster set the attribute and check once",
+          "[race]") {
+  FakeDriver fake;
+  fake->set_load_delay_us(5000); // cuKernelSetAttribute sleeps while others arrive
+  constexpr int kThreads = 16;
+  std::vector<kpack_status> statuses(kThreads, KPACK_ERROR_INTERNAL);
+  std::vector<unsigned> policies(kThreads, 0);
+  race(kThreads, [&](int t) {
+    statuses[t] = launch_cluster(FX_VECTOR_ADD, 32, 16, kSpread);
+    fake_cuda_launch l{};
+    if (fake->last_launch(&l) == 1 && l.cluster[0] == 16) {
+      policies[t] = l.cluster_policy;
+    }
+  });
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(statuses[t] == KPACK_SUCCESS);
+    CHECK(policies[t] == kSpreadPolicy);
+  }
+  CHECK(fake.count("cuKernelSetAttribute") == 1);
+  CHECK(fake.count("cuOccupancyMaxActiveClusters") == 1);
+  CHECK(fake.count("lazy_module_load") == 1);
+  CHECK(fake.count("cuLaunchKernelEx") == kThreads);
 }
 
 // ---- Races ---------------------------------------------------------------------------------

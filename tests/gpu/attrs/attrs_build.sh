@@ -85,7 +85,7 @@ echo "attrs_build: C objects (launchers, fatbins, runtime)"
 cflags=(-O2 -std=c11 -Wall -Wextra -I "$gen" -I "$root/runtime" -I "$cuda/include")
 cc "${cflags[@]}" -c "$gen/attrs.c" -o "$obj/attrs.o"
 cc -c "$gen/attrs.S" -o "$obj/attrs_fatbins.o"
-for src in kpack_runtime driver errors; do
+for src in kpack_runtime driver errors workspace tensor_map; do
   cc "${cflags[@]}" -c "$root/runtime/$src.c" -o "$obj/$src.o"
 done
 
@@ -96,7 +96,7 @@ gencode=(-gencode "arch=compute_90,code=sm_90")
   -Xcompiler -Wall,-Wextra -c "$here/attrs_check.cu" -o "$obj/attrs_check.o"
 "$nvcc" "${gencode[@]}" -cudart static -o "$out/attrs_check" \
   "$obj/attrs_check.o" "$obj/attrs.o" "$obj/attrs_fatbins.o" \
-  "$obj/kpack_runtime.o" "$obj/driver.o" "$obj/errors.o" -ldl -lpthread -lrt
+  "$obj/kpack_runtime.o" "$obj/driver.o" "$obj/errors.o" "$obj/workspace.o" "$obj/tensor_map.o" -ldl -lpthread -lrt
 
 # What the GPU machine needs to be true of the binary.
 if readelf -d "$out/attrs_check" | grep -E 'NEEDED.*(libcuda\.so|libcudart\.so)'; then
