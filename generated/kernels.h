@@ -813,9 +813,557 @@ kpack_status kernels_cross_entropy_triton_bf16_b2048_w4(kpack_stream stream, con
 kpack_status kernels_cross_entropy_triton_bf16_b4096_w8(kpack_stream stream, const kpack_bf16 *logits, const int64_t *targets, float *loss, int64_t rows, int64_t vocab, int64_t row_stride, int64_t ignore_index);
 
 
+/* ==== matmul_triton =====================================================
+ *
+ * C[M, N] = act(A[M, K] @ B[N, K]^T + bias[N]) on Hopper tensor cores (B is the weight as nn.Linear stores it); bf16 or f16 in and out, fp32 accumulation; ACT 0 none, 1 SiLU, 2 GELU (tanh approximation). A, B and C are TMA descriptors: 16-byte aligned bases, K and C's row stride multiples of 8 elements.
+ *
+ * Source: ../templates/triton/matmul.py (Triton entry matmul), built for sm_90a.
+ * Launch: grid (PERSISTENT ? min(cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), device.num_sms) : cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ * TMA descriptors (a, b, c): each is passed as its base, shape and strides
+ * (elements, outermost first, as torch's .shape and .stride(); the last
+ * stride 1); the launcher encodes its CUtensorMap (cached) and returns
+ * KPACK_ERROR_INVALID_ARGUMENT, naming the value, for a base that is not
+ * 16-byte aligned or strides that TMA cannot take.
+ */
+
+/* One built combination of matmul_triton's constexprs. */
+typedef struct kernels_matmul_triton_config {
+  kpack_dtype T;
+  int BLOCK_M;
+  int BLOCK_N;
+  int BLOCK_K;
+  int GROUP_M;
+  int HAS_BIAS;
+  int ACT;
+  int PERSISTENT;
+  int num_warps;
+  int num_stages;
+} kernels_matmul_triton_config;
+
+/* The number of built specializations of matmul_triton. */
+#define KERNELS_MATMUL_TRITON_NUM_CONFIGS 72
+
+/* Every built combination, in manifest order; pass one to kernels_matmul_triton(). */
+extern const kernels_matmul_triton_config kernels_matmul_triton_configs[KERNELS_MATMUL_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches matmul_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_BF16, KPACK_DTYPE_F16.
+ * BLOCK_M: one of 16, 64, 128.
+ * BLOCK_N: one of 32, 64, 128, 256.
+ * BLOCK_K: one of 64, 128, 256.
+ * GROUP_M: one of 8.
+ * HAS_BIAS: one of false, true.
+ * ACT: one of 0, 1, 2.
+ * PERSISTENT: one of false, true.
+ * num_warps: one of 4, 8.
+ * num_stages: one of 3, 4, 6.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (72 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_matmul_triton(kpack_stream stream, kpack_dtype T, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int HAS_BIAS, int ACT, int PERSISTENT, int num_warps, int num_stages, const void *a, const int64_t a_shape[2], const int64_t a_strides[2], const void *b, const int64_t b_shape[2], const int64_t b_strides[2], void *c, const int64_t c_shape[2], const int64_t c_strides[2], const void *bias, int32_t M, int32_t N, int32_t K);
+
+/*
+ * Launches matmul_triton as kernels_matmul_triton() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK_M = M <= 16 || M <= 32 && N <= 8192 ? 16 : M > 256 || M >= 128 && cdiv(M, 128) * cdiv(N, 256) >= 2 * device.num_sms / 3 ? 128 : 64
+ *   BLOCK_N = BLOCK_M == 16 ? M <= 16 && N <= 4096 ? 32 : M > 16 && N > 4096 ? 128 : 64 : BLOCK_M == 64 ? 64 : cdiv(M, 128) * cdiv(N, 256) >= 2 * device.num_sms / 3 ? 256 : 128
+ *   BLOCK_K = BLOCK_M == 16 ? BLOCK_N == 128 ? 128 : 256 : BLOCK_M == 64 ? 128 : 64
+ *   GROUP_M = 8
+ *   HAS_BIAS = bias != NULL
+ *   PERSISTENT = BLOCK_N == 256
+ *   num_warps = BLOCK_N == 256 ? 8 : 4
+ *   num_stages = BLOCK_M == 16 ? BLOCK_N == 64 ? 4 : 6 : BLOCK_M == 64 ? 6 : BLOCK_N == 256 ? 3 : 4
+ * (device.num_sms: of the calling thread's current device).
+ * The other arguments are kernels_matmul_triton()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_matmul_triton() returns.
+ */
+kpack_status kernels_matmul_triton_auto(kpack_stream stream, kpack_dtype T, int ACT, const void *a, const int64_t a_shape[2], const int64_t a_strides[2], const void *b, const int64_t b_shape[2], const int64_t b_strides[2], void *c, const int64_t c_shape[2], const int64_t c_strides[2], const void *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n32_k256_g8_nobias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n32_k256_g8_nobias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n32_k256_g8_nobias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n32_k256_g8_bias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n32_k256_g8_bias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n32_k256_g8_bias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n64_k256_g8_nobias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n64_k256_g8_nobias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n64_k256_g8_nobias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n64_k256_g8_bias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n64_k256_g8_bias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n64_k256_g8_bias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n128_k128_g8_nobias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n128_k128_g8_nobias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n128_k128_g8_nobias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n128_k128_g8_bias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n128_k128_g8_bias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m16_n128_k128_g8_bias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m64_n64_k128_g8_nobias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m64_n64_k128_g8_nobias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m64_n64_k128_g8_nobias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m64_n64_k128_g8_bias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m64_n64_k128_g8_bias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m64_n64_k128_g8_bias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n128_k64_g8_nobias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n128_k64_g8_nobias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n128_k64_g8_nobias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n128_k64_g8_bias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n128_k64_g8_bias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n128_k64_g8_bias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n256_k64_g8_nobias_act0_persist_w8_s3(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n256_k64_g8_nobias_act1_persist_w8_s3(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n256_k64_g8_nobias_act2_persist_w8_s3(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n256_k64_g8_bias_act0_persist_w8_s3(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n256_k64_g8_bias_act1_persist_w8_s3(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=bf16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_bf16_m128_n256_k64_g8_bias_act2_persist_w8_s3(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n32_k256_g8_nobias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n32_k256_g8_nobias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n32_k256_g8_nobias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n32_k256_g8_bias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n32_k256_g8_bias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=32, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n32_k256_g8_bias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n64_k256_g8_nobias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n64_k256_g8_nobias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n64_k256_g8_nobias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n64_k256_g8_bias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n64_k256_g8_bias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=64, BLOCK_K=256, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n64_k256_g8_bias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n128_k128_g8_nobias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n128_k128_g8_nobias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n128_k128_g8_nobias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n128_k128_g8_bias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n128_k128_g8_bias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m16_n128_k128_g8_bias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m64_n64_k128_g8_nobias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m64_n64_k128_g8_nobias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m64_n64_k128_g8_nobias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m64_n64_k128_g8_bias_act0_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m64_n64_k128_g8_bias_act1_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=6; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m64_n64_k128_g8_bias_act2_nopersist_w4_s6(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n128_k64_g8_nobias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n128_k64_g8_nobias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n128_k64_g8_nobias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n128_k64_g8_bias_act0_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n128_k64_g8_bias_act1_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=false, num_warps=4, num_stages=4; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n128_k64_g8_bias_act2_nopersist_w4_s4(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=0, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n256_k64_g8_nobias_act0_persist_w8_s3(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=1, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n256_k64_g8_nobias_act1_persist_w8_s3(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=false, ACT=2, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n256_k64_g8_nobias_act2_persist_w8_s3(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=0, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n256_k64_g8_bias_act0_persist_w8_s3(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=1, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n256_k64_g8_bias_act1_persist_w8_s3(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* matmul_triton with T=f16, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, HAS_BIAS=true, ACT=2, PERSISTENT=true, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_matmul_triton_f16_m128_n256_k64_g8_bias_act2_persist_w8_s3(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const int64_t c_shape[2], const int64_t c_strides[2], const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+
+/* ==== attention_triton ==================================================
+ *
+ * Attention forward, o = softmax(sm_scale q k^T [+ causal mask]) v, online softmax in fp32: q, o [Z, H, S_q, HEAD_DIM] and k, v [Z, H_KV, S_kv, HEAD_DIM] contiguous, H % H_KV == 0 (GQA). CAUSAL masks key j > query i (top-left, as scaled_dot_product_attention's is_causal). The kernel reads and writes through device-side TMA descriptors, so it needs Triton's global scratch (128 bytes per descriptor and program).
+ *
+ * Source: ../templates/triton/attention.py (Triton entry attention_fwd), built for sm_90a.
+ * Launch: grid (cdiv(S_q, BLOCK_M), Z * H), 32 x num_warps threads, dynamic shared memory as Triton computed it.
+ */
+
+/* One built combination of attention_triton's constexprs. */
+typedef struct kernels_attention_triton_config {
+  kpack_dtype T;
+  int HEAD_DIM;
+  int CAUSAL;
+  int BLOCK_M;
+  int BLOCK_N;
+  int num_warps;
+  int num_stages;
+} kernels_attention_triton_config;
+
+/* The number of built specializations of attention_triton. */
+#define KERNELS_ATTENTION_TRITON_NUM_CONFIGS 16
+
+/* Every built combination, in manifest order; pass one to kernels_attention_triton(). */
+extern const kernels_attention_triton_config kernels_attention_triton_configs[KERNELS_ATTENTION_TRITON_NUM_CONFIGS];
+
+/*
+ * Launches attention_triton with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_BF16, KPACK_DTYPE_F16.
+ * HEAD_DIM: one of 64, 128.
+ * CAUSAL: one of false, true.
+ * BLOCK_M: one of 64, 128.
+ * BLOCK_N: one of 64, 128.
+ * num_warps: one of 4, 8.
+ * num_stages: one of 2, 3.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (16 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_attention_triton(kpack_stream stream, kpack_dtype T, int HEAD_DIM, int CAUSAL, int BLOCK_M, int BLOCK_N, int num_warps, int num_stages, const void *q, const void *k, const void *v, void *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/*
+ * Launches attention_triton as kernels_attention_triton() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BLOCK_M = HEAD_DIM == 128 && !CAUSAL && S_kv >= 8192 ? 128 : 64
+ *   BLOCK_N = BLOCK_M == 128 ? 128 : HEAD_DIM == 128 || CAUSAL && S_kv <= 2048 ? 64 : 128
+ *   num_warps = BLOCK_M == 128 ? 8 : 4
+ *   num_stages = HEAD_DIM == 64 ? 2 : 3
+ * The other arguments are kernels_attention_triton()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_attention_triton() returns.
+ */
+kpack_status kernels_attention_triton_auto(kpack_stream stream, kpack_dtype T, int HEAD_DIM, int CAUSAL, const void *q, const void *k, const void *v, void *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=64, CAUSAL=false, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d64_nocausal_m64_n64_w4_s2(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=64, CAUSAL=false, BLOCK_M=64, BLOCK_N=128, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d64_nocausal_m64_n128_w4_s2(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=64, CAUSAL=true, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d64_causal_m64_n64_w4_s2(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=64, CAUSAL=true, BLOCK_M=64, BLOCK_N=128, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d64_causal_m64_n128_w4_s2(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=128, CAUSAL=false, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d128_nocausal_m64_n64_w4_s3(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=128, CAUSAL=false, BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d128_nocausal_m128_n128_w8_s3(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=128, CAUSAL=true, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d128_causal_m64_n64_w4_s3(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=bf16, HEAD_DIM=128, CAUSAL=true, BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_bf16_d128_causal_m128_n128_w8_s3(kpack_stream stream, const kpack_bf16 *q, const kpack_bf16 *k, const kpack_bf16 *v, kpack_bf16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=64, CAUSAL=false, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d64_nocausal_m64_n64_w4_s2(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=64, CAUSAL=false, BLOCK_M=64, BLOCK_N=128, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d64_nocausal_m64_n128_w4_s2(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=64, CAUSAL=true, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d64_causal_m64_n64_w4_s2(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=64, CAUSAL=true, BLOCK_M=64, BLOCK_N=128, num_warps=4, num_stages=2; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d64_causal_m64_n128_w4_s2(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=128, CAUSAL=false, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d128_nocausal_m64_n64_w4_s3(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=128, CAUSAL=false, BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d128_nocausal_m128_n128_w8_s3(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=128, CAUSAL=true, BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d128_causal_m64_n64_w4_s3(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+/* attention_triton with T=f16, HEAD_DIM=128, CAUSAL=true, BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3; SASS for sm_90a. */
+kpack_status kernels_attention_triton_f16_d128_causal_m128_n128_w8_s3(kpack_stream stream, const kpack_f16 *q, const kpack_f16 *k, const kpack_f16 *v, kpack_f16 *o, float sm_scale, int32_t Z, int32_t H, int32_t H_KV, int32_t S_q, int32_t S_kv);
+
+
+/* ==== gemm_cuda =========================================================
+ *
+ * Tensor-core GEMM for Hopper: c[M, N] = act(a[M, K] @ b[N, K]^T + bias[N]), b an nn.Linear weight (K contiguous in a and b), c row-major with row stride N; bf16 or f16 in and out, fp32 accumulation, one rounding.  TMA loads into 128-byte-swizzled shared memory, an mbarrier pipeline, wgmma.mma_async, a producer warpgroup and one or two consumer warpgroups, persistent CTAs; ACT 0 none, 1 SiLU, 2 GELU (tanh); bias may be NULL when HAS_BIAS is false.  Any M, N, K with K * 2 bytes a multiple of 16 (the TMA's stride rule).  Built epilogues: no bias and no activation, bias, SiLU without bias, bias and GELU.
+ *
+ * Source: ../templates/gemm_sm90.cuh (CUDA entry kpack_gemm::gemm_sm90), built for sm_90a.
+ * Launch: grid (SPLITK > 1 ? cdiv(M, BM) * cdiv(N, BN) * SPLITK : min(cdiv(cdiv(M, BM), MCAST) * cdiv(N, BN), device.num_sms / MCAST) * MCAST), block (128 * (1 + min(BM / 64, 2))), dynamic shared memory 1024 + STAGES * (BM + BN) * BK * sizeof(T) + (SPLITK > 1 ? BM * BN * 4 : 0) bytes, clusters of (SPLITK * MCAST, 1, 1) blocks (the grid must be a multiple).
+ * TMA descriptors (a, b): each is passed as its base, shape and strides
+ * (elements, outermost first, as torch's .shape and .stride(); the last
+ * stride 1); the launcher encodes its CUtensorMap (cached) and returns
+ * KPACK_ERROR_INVALID_ARGUMENT, naming the value, for a base that is not
+ * 16-byte aligned or strides that TMA cannot take.
+ */
+
+/* One built combination of gemm_cuda's constexprs. */
+typedef struct kernels_gemm_cuda_config {
+  kpack_dtype T;
+  int BM;
+  int BN;
+  int BK;
+  int STAGES;
+  int HAS_BIAS;
+  int ACT;
+  int SPLITK;
+  int MCAST;
+} kernels_gemm_cuda_config;
+
+/* The number of built specializations of gemm_cuda. */
+#define KERNELS_GEMM_CUDA_NUM_CONFIGS 24
+
+/* Every built combination, in manifest order; pass one to kernels_gemm_cuda(). */
+extern const kernels_gemm_cuda_config kernels_gemm_cuda_configs[KERNELS_GEMM_CUDA_NUM_CONFIGS];
+
+/*
+ * Launches gemm_cuda with the specialization that the constexpr arguments
+ * select (a switch, no string compares, no allocation).
+ *
+ * T: one of KPACK_DTYPE_BF16, KPACK_DTYPE_F16.
+ * BM: one of 64, 128.
+ * BN: one of 128, 256.
+ * BK: one of 64.
+ * STAGES: one of 4, 8.
+ * HAS_BIAS: one of false, true.
+ * ACT: one of 0, 1, 2.
+ * SPLITK: one of 1, 2.
+ * MCAST: one of 1, 2.
+ *
+ * Returns KPACK_ERROR_NO_SPECIALIZATION, with the built combinations in
+ * kpack_last_error_detail(), when the combination was not built (24 were);
+ * otherwise what the typed launcher returns.
+ */
+kpack_status kernels_gemm_cuda(kpack_stream stream, kpack_dtype T, int BM, int BN, int BK, int STAGES, int HAS_BIAS, int ACT, int SPLITK, int MCAST, const void *a, const int64_t a_shape[2], const int64_t a_strides[2], const void *b, const int64_t b_shape[2], const int64_t b_strides[2], void *c, const void *bias, int32_t M, int32_t N, int32_t K);
+
+/*
+ * Launches gemm_cuda as kernels_gemm_cuda() does, with these constexprs chosen
+ * by their rules (auto: in the manifest) from this call's arguments:
+ *   BM = M > 256 ? 128 : 64
+ *   BN = BM == 128 ? 256 : 128
+ *   BK = 64
+ *   STAGES = BM == 128 ? 4 : 8
+ *   HAS_BIAS = bias != NULL
+ *   SPLITK = BM == 64 && cdiv(M, 64) * cdiv(N, 128) * 2 <= device.num_sms ? 2 : 1
+ *   MCAST = BM == 128 ? 2 : 1
+ * (device.num_sms: of the calling thread's current device).
+ * The other arguments are kernels_gemm_cuda()'s.  No allocation; thread-safe.
+ *
+ * Returns KPACK_ERROR_INVALID_ARGUMENT, naming the constexpr and its rule,
+ * when a rule divides by zero, overflows or takes log2 of a value <= 0, or
+ * gives a value its constexpr cannot take (beyond a C int; not 0 or 1 for
+ * a bool); KPACK_ERROR_NO_SPECIALIZATION, with the computed values, when
+ * they were not built; otherwise what kernels_gemm_cuda() returns.
+ */
+kpack_status kernels_gemm_cuda_auto(kpack_stream stream, kpack_dtype T, int ACT, const void *a, const int64_t a_shape[2], const int64_t a_strides[2], const void *b, const int64_t b_shape[2], const int64_t b_strides[2], void *c, const void *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=0, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, false, 0, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_nobias_act0_split1_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=0, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, false, 0, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_nobias_act0_split2_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=1, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, false, 1, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_nobias_act1_split1_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=1, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, false, 1, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_nobias_act1_split2_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=0, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, true, 0, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_bias_act0_split1_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=0, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, true, 0, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_bias_act0_split2_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=2, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, true, 2, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_bias_act2_split1_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=2, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 64, 128, 64, 8, true, 2, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m64_n128_k64_s8_bias_act2_split2_mc1(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=false, ACT=0, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 128, 256, 64, 4, false, 0, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m128_n256_k64_s4_nobias_act0_split1_mc2(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=false, ACT=1, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 128, 256, 64, 4, false, 1, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m128_n256_k64_s4_nobias_act1_split1_mc2(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=true, ACT=0, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 128, 256, 64, 4, true, 0, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m128_n256_k64_s4_bias_act0_split1_mc2(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=bf16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=true, ACT=2, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__nv_bfloat16, 128, 256, 64, 4, true, 2, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_bf16_m128_n256_k64_s4_bias_act2_split1_mc2(kpack_stream stream, const kpack_bf16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_bf16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_bf16 *c, const kpack_bf16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=0, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, false, 0, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_nobias_act0_split1_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=0, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, false, 0, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_nobias_act0_split2_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=1, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, false, 1, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_nobias_act1_split1_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=false, ACT=1, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, false, 1, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_nobias_act1_split2_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=0, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, true, 0, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_bias_act0_split1_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=0, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, true, 0, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_bias_act0_split2_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=2, SPLITK=1, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, true, 2, 1, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_bias_act2_split1_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=64, BN=128, BK=64, STAGES=8, HAS_BIAS=true, ACT=2, SPLITK=2, MCAST=1: the kernel kpack_gemm::gemm_sm90<__half, 64, 128, 64, 8, true, 2, 2, 1>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m64_n128_k64_s8_bias_act2_split2_mc1(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=false, ACT=0, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__half, 128, 256, 64, 4, false, 0, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m128_n256_k64_s4_nobias_act0_split1_mc2(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=false, ACT=1, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__half, 128, 256, 64, 4, false, 1, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m128_n256_k64_s4_nobias_act1_split1_mc2(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=true, ACT=0, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__half, 128, 256, 64, 4, true, 0, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m128_n256_k64_s4_bias_act0_split1_mc2(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+/* gemm_cuda with T=f16, BM=128, BN=256, BK=64, STAGES=4, HAS_BIAS=true, ACT=2, SPLITK=1, MCAST=2: the kernel kpack_gemm::gemm_sm90<__half, 128, 256, 64, 4, true, 2, 1, 2>; SASS for sm_90a. */
+kpack_status kernels_gemm_cuda_f16_m128_n256_k64_s4_bias_act2_split1_mc2(kpack_stream stream, const kpack_f16 *a, const int64_t a_shape[2], const int64_t a_strides[2], const kpack_f16 *b, const int64_t b_shape[2], const int64_t b_strides[2], kpack_f16 *c, const kpack_f16 *bias, int32_t M, int32_t N, int32_t K);
+
+
 /* ==== package ========================================================== */
 
-/* Returns the number of specializations in the package (77). Never fails. */
+/* Returns the number of specializations in the package (189). Never fails. */
 size_t kernels_num_specializations(void);
 
 /*

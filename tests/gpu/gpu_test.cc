@@ -686,7 +686,8 @@ void run_all(Ctx& ctx) {
                                                  static_cast<float*>(p), 1, 1, 1, -100));
 
   // The package enumerates exactly the configs of its kernels: the CUDA
-  // ones above and their Triton twins (tests/gpu/triton_parity.py).
+  // ones above, their Triton twins (tests/gpu/triton_parity.py) and the
+  // compute-bound three (bench/compute/kpack_compute_bench.py).
   {
     Check c;
     c.cases = 1;
@@ -694,7 +695,9 @@ void run_all(Ctx& ctx) {
                         KERNELS_ATTENTION_MASK_FILL_NUM_CONFIGS + KERNELS_SOFTMAX_NUM_CONFIGS +
                         KERNELS_CROSS_ENTROPY_NUM_CONFIGS + KERNELS_VECTOR_ADD_TRITON_NUM_CONFIGS +
                         KERNELS_GIOU_LOSS_TRITON_NUM_CONFIGS + KERNELS_ATTENTION_MASK_FILL_TRITON_NUM_CONFIGS +
-                        KERNELS_SOFTMAX_TRITON_NUM_CONFIGS + KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS;
+                        KERNELS_SOFTMAX_TRITON_NUM_CONFIGS + KERNELS_CROSS_ENTROPY_TRITON_NUM_CONFIGS +
+                        KERNELS_MATMUL_TRITON_NUM_CONFIGS + KERNELS_ATTENTION_TRITON_NUM_CONFIGS +
+                        KERNELS_GEMM_CUDA_NUM_CONFIGS;
     if (kernels_num_specializations() != want)
       c.fail(fmt("kernels_num_specializations() = %zu, want %zu", kernels_num_specializations(), want));
     ctx.report("kernels_num_specializations", c);
