@@ -105,12 +105,33 @@ void CheckTritonMeta(const Unit& u, const TritonMeta& meta, const CubinKernel& k
                                     "-byte elements, but the manifest gives rank " +
                                     std::to_string(descs[i]->tensordesc->Rank()) + " and " + std::to_string(bytes));
   }
+  // The launcher passes exactly two scratch pointers, global then profile.
+  if ((meta.global_scratch.size > 0 || meta.profile_scratch.size > 0) && meta.hidden_pointer_params != 2)
+    diag.Error(k.loc, Where(u) + ": Triton's kernel needs scratch but takes " +
+                          std::to_string(meta.hidden_pointer_params) + " hidden pointers, not the 2 kpack passes");
   const uint32_t* c = kernel.cluster_dims;
   const bool clustered = c[0] * std::max(c[1], 1u) * std::max(c[2], 1u) > 1;
   if ((meta.num_ctas > 1 || clustered) && !(c[0] == meta.num_ctas && c[1] <= 1 && c[2] <= 1))
     diag.Error(k.loc, Where(u) + ": Triton compiled num_ctas=" + std::to_string(meta.num_ctas) +
                           ", but the cubin's cluster is " + std::to_string(c[0]) + "x" + std::to_string(c[1]) + "x" +
                           std::to_string(c[2]));
+}
+
+// A descriptor the driver would refuse on every launch is a build error, at
+// its param: the CUDA kernel's layout (the manifest's box and swizzle), or
+// Triton's (which Triton chose for this build).
+void CheckDescLayouts(const Unit& u, const std::vector<DescLayout>& triton_layouts, Diagnostics& diag) {
+  const Specialization& s = *u.spec;
+  size_t i = 0;
+  for (const Param& p : s.kernel->params) {
+    if (!p.tensordesc) continue;
+    const DescLayout l = u.triton ? (i < triton_layouts.size() ? triton_layouts[i] : DescLayout{}) : CudaDescLayout(s, p);
+    ++i;
+    if (u.triton && l.box.empty()) continue;  // CheckTritonMeta reported the count
+    if (std::string why = CheckDescLayout(l, p.tensordesc->padding_nan, codegen::ElementScalar(s, p.type));
+        !why.empty())
+      diag.Error(p.tensordesc->block_loc, Where(u) + ": tensordesc '" + p.name + "': " + why);
+  }
 }
 
 void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnostics& diag) {
@@ -144,6 +165,9 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
     }
     hidden = meta->hidden_pointer_params;
     CheckTritonMeta(u, *meta, *kernel, diag);
+    CheckDescLayouts(u, meta->descs, diag);
+  } else {
+    CheckDescLayouts(u, {}, diag);
   }
   std::vector<std::pair<uint32_t, uint32_t>> expected = ExpectedLayout(s, hidden);
   if (kernel->params.empty() && kernel->param_bytes > 4352) {

@@ -96,6 +96,15 @@ void CheckTensorDescs(Diagnostics& diag, const Kernel& k) {
       if (loc.line > 0)
         diag.Error(loc, "'" + p.name + "' is a tensordesc: divisibility, width and equal_to_1 do not apply");
     if (p.launch_only) diag.Error(p.loc, "tensordesc param '" + p.name + "' cannot be launch-only");
+    // The launcher's C parameters p, p_shape and p_strides share the
+    // dispatcher's namespace with the constexprs and params.
+    for (const std::string& name : ParamArgNames(p))
+      if (name != p.name && (k.FindParam(name) || k.FindConstexpr(name)))
+        diag.Error(p.loc, "tensordesc param '" + p.name + "' takes the C parameter '" + name +
+                              "', which is also the name of a param or constexpr; rename one");
+    if (d.padding_nan && p.type.dtype_constexpr.empty() && Info(p.type.scalar).is_integer)
+      diag.Error(d.padding_loc, "padding: nan needs a floating-point dtype ('" + p.name + "' is " +
+                                    std::string(Info(p.type.scalar).manifest) + ")");
     if (k.language == Language::kCuda && d.swizzle < 0)
       diag.Error(d.loc, "tensordesc param '" + p.name + "' of a CUDA kernel needs swizzle (none, 32B, 64B or 128B): "
                         "the kernel's shared-memory layout");
@@ -165,9 +174,26 @@ DescLayout CudaDescLayout(const Specialization& s, const Param& p) {
   Scalar scalar = codegen::ElementScalar(s, p.type);
   l.data_type = TensorMapDataType(scalar);
   l.elem_bytes = Info(scalar).size;
-  for (int64_t v : DescBlock(s, p)) l.box.push_back(static_cast<uint32_t>(v));
+  // A value outside 1..256 (one no expression of the block gave: 0) is
+  // CheckDescLayout's to report, so it must not wrap.
+  for (int64_t v : DescBlock(s, p)) l.box.push_back(v < 0 || v > 65536 ? 0u : static_cast<uint32_t>(v));
   l.swizzle = static_cast<uint32_t>(std::max(p.tensordesc->swizzle, 0));
   return l;
+}
+
+std::string CheckDescLayout(const DescLayout& l, bool padding_nan, Scalar element) {
+  if (padding_nan && Info(element).is_integer)
+    return "padding: nan needs a floating-point dtype, and this build's is " + std::string(Info(element).manifest);
+  for (uint32_t v : l.box)
+    if (v < 1 || v > 256) return "its box " + Ints(l.box) + " has a dimension outside 1..256 (TMA's limit)";
+  const uint32_t inner = l.box.empty() ? 0 : l.box.back() * l.elem_bytes;
+  if (inner % 16 != 0)
+    return "its box's inner dimension is " + std::to_string(inner) + " bytes, not a multiple of 16 (TMA needs 16)";
+  const uint32_t span = l.swizzle == 0 ? 0 : 16u << l.swizzle;  // 32, 64, 128 bytes
+  if (span != 0 && inner > span)
+    return "its box's inner dimension is " + std::to_string(inner) + " bytes, wider than the " +
+           std::to_string(span) + "-byte swizzle span";
+  return "";
 }
 
 std::string DescLayoutText(const DescLayout& l) {

@@ -75,6 +75,12 @@ struct DescLayout {
 // The layout of a CUDA kernel's tensordesc param (box = block).
 DescLayout CudaDescLayout(const Specialization& s, const Param& p);
 
+// What the driver would refuse in a descriptor of this layout on every
+// launch, as a message ("" when nothing): a box dimension outside 1..256,
+// an inner box that is not a multiple of 16 bytes or wider than the
+// swizzle span, nan padding of an integer element.
+std::string CheckDescLayout(const DescLayout& l, bool padding_nan, Scalar element);
+
 // "box [64, 64], swizzle 128B": for messages, comments and the inventory.
 std::string DescLayoutText(const DescLayout& l);
 

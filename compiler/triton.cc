@@ -54,7 +54,8 @@ bool ParseDescs(const llvm::json::Object& o, TritonMeta& meta, std::string* erro
     std::optional<int64_t> swizzle = d ? d->getInteger("swizzle") : std::nullopt;
     const llvm::json::Array* box = d ? d->getArray("box") : nullptr;
     DescLayout l;
-    bool ok = type && bytes && swizzle && box && *type >= 0 && *type <= 15 && *bytes >= 1 && *bytes <= 8 &&
+    // CUtensorMapDataType: UINT8 (0) .. TFLOAT32_FTZ (12), what the runtime encodes.
+    bool ok = type && bytes && swizzle && box && *type >= 0 && *type <= 12 && *bytes >= 1 && *bytes <= 8 &&
               *swizzle >= 0 && *swizzle <= 3 && !box->empty() && box->size() <= 5;
     for (size_t j = 0; ok && j < box->size(); ++j) {
       std::optional<int64_t> v = (*box)[j].getAsInteger();

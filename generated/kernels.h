@@ -815,7 +815,7 @@ kpack_status kernels_cross_entropy_triton_bf16_b4096_w8(kpack_stream stream, con
 
 /* ==== matmul_triton =====================================================
  *
- * C[M, N] = act(A[M, K] @ B[N, K]^T + bias[N]) on Hopper tensor cores (B is the weight as nn.Linear stores it); bf16 or f16 in and out, fp32 accumulation; ACT 0 none, 1 SiLU, 2 GELU (tanh approximation). A, B and C are TMA descriptors: 16-byte aligned bases, K and C's row stride multiples of 8 elements.
+ * C[M, N] = act(A[M, K] @ B[N, K]^T + bias[N]) on Hopper tensor cores (B is the weight as nn.Linear stores it); bf16 or f16 in and out, fp32 accumulation; ACT 0 none, 1 SiLU, 2 GELU (tanh approximation). A, B and C are TMA descriptors: 16-byte aligned bases, K and C's row stride multiples of 8 elements. A TMA store writes whole 16-byte chunks of a row: when C is a column slice of a wider buffer and N is not a multiple of 8, the columns from N up to the next multiple of 8 are written too.
  *
  * Source: ../templates/triton/matmul.py (Triton entry matmul), built for sm_90a.
  * Launch: grid (PERSISTENT ? min(cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), device.num_sms) : cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)), 32 x num_warps threads, dynamic shared memory as Triton computed it.

@@ -256,15 +256,20 @@ void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resol
  *
  * By default the runtime allocates a workspace at the first launch on a
  * stream that needs scratch, and grows it when a launch needs more, with
- * the stream-ordered allocator (cuMemAllocAsync on that stream; the old
- * buffer is freed with cuMemFreeAsync on the same stream, after the work
- * already queued there that uses it).  Sizes are rounded up to a power of
- * two, at least 1 MiB, so a workspace grows a few times at most.  Nothing
- * synchronizes.  The functions below pre-size a workspace, supply the
+ * the stream-ordered allocator (cuMemAllocAsync on that stream).  The
+ * buffer a growth replaces is kept, not freed, because a graph captured on
+ * the stream before the growth launches with it at every replay: it is
+ * freed (cuMemFreeAsync on the stream) by kpack_workspace_release,
+ * kpack_workspace_set and kpack_unload_all, which therefore invalidate
+ * graphs captured on that stream.  Sizes are rounded up to a power of two,
+ * at least 1 MiB, so a workspace grows a few times at most and the buffers
+ * kept add at most as much again.  Nothing synchronizes.  The per-thread
+ * default stream (CU_STREAM_PER_THREAD) is another stream on every thread
+ * and cannot have a workspace: KPACK_ERROR_INVALID_ARGUMENT.  The functions below pre-size a workspace, supply the
  * caller's own memory instead, free one, and report what the runtime holds.
  *
  * Stream capture: a workspace cannot grow while its stream is capturing a
- * graph (the graph would keep pointing at memory freed later).  A launch
+ * graph (an allocation there would belong to the graph).  A launch
  * whose workspace is big enough captures fine; one that would need it to
  * grow fails with KPACK_ERROR_WORKSPACE_TOO_SMALL, naming the bytes it
  * needs.  Call kpack_workspace_reserve(stream, bytes) before the capture,
@@ -272,10 +277,9 @@ void kpack_get_load_counts(uint64_t *libraries_loaded, uint64_t *functions_resol
  * Triton kernel: grid blocks x num_ctas x its scratch size per CTA).
  *
  * Ordering across threads: launches on one stream from several threads at
- * once are ordered by nothing, so a workspace that grows then may be freed
- * (stream-ordered) before another thread's launch using the old buffer is
- * queued.  Pre-size the workspace, or launch on each stream from one
- * thread at a time.  Programmatic dependent launches (KPACK_LAUNCH_PDL) of
+ * once are ordered by nothing: two of them may share the workspace while
+ * both run.  Launch on each stream from one thread at a time (a stream
+ * orders only what is queued on it in order).  Programmatic dependent launches (KPACK_LAUNCH_PDL) of
  * two scratch-using kernels on one stream may overlap on the workspace.
  */
 
@@ -317,8 +321,8 @@ kpack_status kpack_workspace_set(kpack_stream stream, void *ptr, size_t bytes);
  * device to at least `bytes` now (rounded up as described above; nothing
  * happens if it is that big already; 0 does nothing), so that launches on
  * `stream` need not grow it later, e.g. during stream capture.  Allocated
- * with cuMemAllocAsync on `stream`, the old buffer freed with
- * cuMemFreeAsync on `stream`.
+ * with cuMemAllocAsync on `stream`; the old buffer is kept until the
+ * stream's workspace is released (see above).
  *
  * Returns KPACK_SUCCESS, or with the detail set: the driver load's
  * statuses; KPACK_ERROR_NO_CONTEXT; KPACK_ERROR_INVALID_ARGUMENT (the
@@ -332,9 +336,11 @@ kpack_status kpack_workspace_set(kpack_stream stream, void *ptr, size_t bytes);
 kpack_status kpack_workspace_reserve(kpack_stream stream, size_t bytes);
 
 /*
- * Frees the runtime's workspace of `stream` on the current context's device
- * (cuMemFreeAsync on `stream`, so work queued there that uses it finishes
- * first) and forgets the stream; a caller's workspace is only forgotten.
+ * Frees the runtime's workspace of `stream` on the current context's device,
+ * and the buffers its growths replaced (cuMemFreeAsync on `stream`, so work
+ * queued there that uses them finishes first; graphs captured on the stream
+ * that used them must not be replayed after this), and forgets the stream;
+ * a caller's workspace is only forgotten.
  * Call it before destroying a stream that launched scratch-using kernels,
  * or the workspace stays allocated until kpack_unload_all.  Nothing to
  * release is success.  Refused while the stream is capturing a graph
@@ -345,8 +351,9 @@ kpack_status kpack_workspace_release(kpack_stream stream);
 
 /*
  * Reports the device memory held by the runtime's workspaces, over all
- * devices and streams, in *device_bytes, and how many there are in
- * *workspaces; caller workspaces (kpack_workspace_set) are not counted.
+ * devices and streams, the buffers growths replaced included, in
+ * *device_bytes, and how many workspaces there are in *workspaces; caller
+ * workspaces (kpack_workspace_set) are not counted.
  * NULL pointers are skipped.  Needs no driver; always KPACK_SUCCESS.
  * Thread-safe (a snapshot: concurrent growth may or may not be counted).
  */

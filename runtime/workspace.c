@@ -54,6 +54,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 /* The smallest workspace the runtime allocates. */
 #define KPACK_WORKSPACE_MIN_BYTES ((uint64_t)1 << 20)
@@ -102,6 +103,22 @@ static _Atomic(uint64_t) g_runtime_workspaces;
 
 /* The slot key of `stream`. */
 static uintptr_t stream_key(CUstream stream) { return (uintptr_t)stream + 1u; }
+
+/*
+ * A workspace that a bigger one replaced.  It is kept, not freed: a graph
+ * captured on its stream before the growth launches its kernels with this
+ * buffer at every replay.  Freed (stream-ordered) when the stream's
+ * workspace is released or replaced by the caller's, and by
+ * kpack_unload_all.  The list is guarded by g_workspace_lock.
+ */
+typedef struct retired_buffer {
+  struct retired_buffer *next;
+  int dev;
+  uintptr_t key;
+  uint64_t base;
+  uint64_t bytes;
+} retired_buffer;
+static retired_buffer *g_retired;
 
 /* ---- Slots ------------------------------------------------------------------ */
 
@@ -290,6 +307,57 @@ static kpack_status free_buffer(const kpack_driver *d, const char *who, CUdevice
   return KPACK_SUCCESS;
 }
 
+/* Keeps *w, the runtime workspace of `slot`, on the retired list and frees
+   the slot (its bytes stay counted in kpack_workspace_usage); 0 when the
+   list entry cannot be allocated. */
+static int retire(CUdevice dev, workspace_slot *slot, const workspace *w) {
+  retired_buffer *r = malloc(sizeof *r);
+  if (r == NULL) {
+    return 0;
+  }
+  *r = (retired_buffer){g_retired, (int)dev, w->key, w->base, w->bytes};
+  g_retired = r;
+  slot_clear(dev, slot);
+  atomic_fetch_sub_explicit(&g_runtime_workspaces, 1, memory_order_relaxed);
+  return 1;
+}
+
+/* Frees the retired buffers of `stream` on `dev`, stream-ordered, under
+   g_workspace_lock, once the caller has made sure that the stream is not
+   capturing.  Stops at the first failure, keeping the rest. */
+static kpack_status free_retired(const kpack_driver *d, const char *who, CUdevice dev, CUstream stream) {
+  const uintptr_t key = stream_key(stream);
+  for (retired_buffer **at = &g_retired; *at != NULL;) {
+    retired_buffer *r = *at;
+    if (r->dev != (int)dev || r->key != key) {
+      at = &r->next;
+      continue;
+    }
+    kpack_pfn_mem_free_async free_async = kpack_rt_mem_free_async(d);
+    if (free_async == NULL) {
+      return kpack_rt_fail_missing(KPACK_LAZY_MEM_FREE_ASYNC);
+    }
+    CUresult res = free_async((CUdeviceptr)r->base, stream);
+    if (res != CUDA_SUCCESS) {
+      return kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, res,
+                              "%s: cuMemFreeAsync of the %" PRIu64 "-byte scratch workspace that stream "
+                              "0x%" PRIxPTR " on device %d outgrew",
+                              who, r->bytes, (uintptr_t)stream, (int)dev);
+    }
+    atomic_fetch_sub_explicit(&g_runtime_bytes, r->bytes, memory_order_relaxed);
+    *at = r->next;
+    free(r);
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Whether `stream` has retired buffers on `dev`; under g_workspace_lock. */
+static int has_retired(CUdevice dev, CUstream stream) {
+  for (const retired_buffer *r = g_retired; r != NULL; r = r->next)
+    if (r->dev == (int)dev && r->key == stream_key(stream)) return 1;
+  return 0;
+}
+
 /*
  * free_buffer for kpack_workspace_set and kpack_workspace_release: refused
  * while the stream captures a graph, with KPACK_ERROR_INVALID_ARGUMENT
@@ -308,7 +376,10 @@ static kpack_status free_workspace(const kpack_driver *d, const char *who, CUdev
                          "scratch workspace after the capture",
                          who, (uintptr_t)stream, (int)dev);
   }
-  return free_buffer(d, who, dev, stream, slot, w);
+  if ((s = free_retired(d, who, dev, stream)) != KPACK_SUCCESS) {
+    return s;
+  }
+  return w->base != 0 ? free_buffer(d, who, dev, stream, slot, w) : KPACK_SUCCESS;
 }
 
 /*
@@ -340,7 +411,9 @@ static kpack_status grow_workspace(const kpack_driver *d, const char *who, CUdev
                          "kpack_workspace_reserve(stream, %" PRIu64 ") before the capture",
                          who, bytes, (uintptr_t)stream, (int)dev, w->bytes, needed);
   }
-  if (w->base != 0 && (s = free_buffer(d, who, dev, stream, slot, w)) != KPACK_SUCCESS) {
+  /* The old buffer is retired, not freed: a graph captured before may use
+     it.  Without memory for the list entry, it is freed (stream-ordered). */
+  if (w->base != 0 && !retire(dev, slot, w) && (s = free_buffer(d, who, dev, stream, slot, w)) != KPACK_SUCCESS) {
     return s;
   }
   const uint64_t size = rounded_size(needed);
@@ -428,6 +501,21 @@ static kpack_status provide(const kpack_driver *d, const char *who, CUdevice dev
 
 /* ---- Entry points -------------------------------------------------------------- */
 
+/* CU_STREAM_PER_THREAD is another stream on every thread that names it: it
+   cannot key one workspace (the threads' kernels would share it while they
+   run at once, and a growth would free it ordered on one thread's stream
+   only). */
+static kpack_status refuse_per_thread_stream(const char *who, kpack_stream stream) {
+  if ((CUstream)stream != CU_STREAM_PER_THREAD) {
+    return KPACK_SUCCESS;
+  }
+  return kpack_rt_fail(KPACK_ERROR_INVALID_ARGUMENT, 0,
+                       "%s: the per-thread default stream (CU_STREAM_PER_THREAD, cudaStreamPerThread) is "
+                       "another stream on every thread, so it cannot have a scratch workspace; launch "
+                       "kernels that need scratch on a stream of your own",
+                       who);
+}
+
 /* Fails with KPACK_ERROR_INVALID_ARGUMENT unless `align` is a power of two
    and `bytes` at most KPACK_SCRATCH_MAX_BYTES. */
 static kpack_status check_size(const char *who, uint64_t bytes, uint32_t align) {
@@ -464,6 +552,9 @@ kpack_status kpack_scratch(const char *who, kpack_stream stream, uint64_t bytes,
     return KPACK_SUCCESS;
   }
   kpack_status s = check_size(who, bytes, align);
+  if (s == KPACK_SUCCESS) {
+    s = refuse_per_thread_stream(who, stream);
+  }
   if (s != KPACK_SUCCESS) {
     kpack_device_hint_clear();
     return s;
@@ -493,6 +584,9 @@ kpack_status kpack_workspace_reserve(kpack_stream stream, size_t bytes) {
     return KPACK_SUCCESS;
   }
   kpack_status s = check_size(who, (uint64_t)bytes, 1);
+  if (s == KPACK_SUCCESS) {
+    s = refuse_per_thread_stream(who, stream);
+  }
   const kpack_driver *d = NULL;
   CUdevice dev = -1;
   if (s != KPACK_SUCCESS || (s = kpack_rt_driver_and_device(who, 0, &d, &dev)) != KPACK_SUCCESS) {
@@ -507,8 +601,8 @@ kpack_status kpack_workspace_set(kpack_stream stream, void *ptr, size_t bytes) {
   static const char who[] = "kpack_workspace_set";
   const kpack_driver *d = NULL;
   CUdevice dev = -1;
-  kpack_status s = kpack_rt_driver_and_device(who, 0, &d, &dev);
-  if (s != KPACK_SUCCESS) {
+  kpack_status s = refuse_per_thread_stream(who, stream);
+  if (s != KPACK_SUCCESS || (s = kpack_rt_driver_and_device(who, 0, &d, &dev)) != KPACK_SUCCESS) {
     return s;
   }
   const int reverting = ptr == NULL || bytes == 0;
@@ -548,12 +642,16 @@ kpack_status kpack_workspace_release(kpack_stream stream) {
   }
   pthread_mutex_lock(&g_workspace_lock);
   workspace_slot *slot = find_locked(dev, stream_key((CUstream)stream));
-  if (slot != NULL) {
-    const workspace w = slot_get(slot);
-    if (w.callers || w.base == 0) {
+  const workspace w = slot != NULL ? slot_get(slot) : (workspace){0, 0, 0, 0};
+  if (slot != NULL && !w.callers && w.base != 0) {
+    s = free_workspace(d, who, dev, (CUstream)stream, slot, &w);
+  } else {
+    if (slot != NULL) {
       slot_clear(dev, slot);
-    } else {
-      s = free_workspace(d, who, dev, (CUstream)stream, slot, &w);
+    }
+    if (has_retired(dev, (CUstream)stream)) {
+      const workspace none = {0, 0, 0, 0};
+      s = free_workspace(d, who, dev, (CUstream)stream, NULL, &none);
     }
   }
   pthread_mutex_unlock(&g_workspace_lock);
@@ -604,6 +702,22 @@ kpack_status kpack_rt_workspaces_forget(const kpack_driver *d, int report) {
       slot_zero(&dw->slots[i]);
     }
     atomic_store_explicit(&dw->used, 0, memory_order_relaxed);
+  }
+  while (g_retired != NULL) {
+    retired_buffer *r = g_retired;
+    if (d != NULL && (mem_free != NULL || (mem_free = kpack_rt_mem_free(d)) != NULL)) {
+      CUresult res = mem_free((CUdeviceptr)r->base);
+      if (res != CUDA_SUCCESS && first == KPACK_SUCCESS) {
+        first = report ? kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, res,
+                                          "kpack_unload_all: cuMemFree of the %" PRIu64
+                                          "-byte scratch workspace that stream 0x%" PRIxPTR
+                                          " on device %d outgrew",
+                                          r->bytes, r->key - 1u, r->dev)
+                       : KPACK_ERROR_DRIVER;
+      }
+    }
+    g_retired = r->next;
+    free(r);
   }
   atomic_store_explicit(&g_runtime_bytes, 0, memory_order_relaxed);
   atomic_store_explicit(&g_runtime_workspaces, 0, memory_order_relaxed);

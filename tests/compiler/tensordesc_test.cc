@@ -156,6 +156,32 @@ TEST_CASE("a tensordesc param the manifest gets wrong is an error at its line") 
         "k.yaml:10:65: error: swizzle must be none, 32B, 64B or 128B\n");
 }
 
+TEST_CASE("a tensordesc whose C parameters collide, or whose padding cannot be, is refused") {
+  CHECK(Errors(Replace(kGemm, "  - {name: M, type: i32}\n", "  - {name: M, type: i32}\n  - {name: a_shape, type: i32}\n")) ==
+        "k.yaml:11:5: error: tensordesc param 'a' takes the C parameter 'a_shape', which is also the name of a param "
+        "or constexpr; rename one\n");
+  CHECK(Errors(WithA("  - {name: a, type: tensordesc, dtype: i32, block: [BM], padding: nan}")) ==
+        "k.yaml:11:67: error: padding: nan needs a floating-point dtype ('a' is i32)\n");
+}
+
+TEST_CASE("a descriptor layout the driver would refuse on every launch is named") {
+  using kpack::CheckDescLayout;
+  using kpack::DescLayout;
+  using kpack::Scalar;
+  CHECK(CheckDescLayout(DescLayout{9, 2, {128, 64}, 3}, false, Scalar::kBF16) == "");
+  CHECK(CheckDescLayout(DescLayout{7, 4, {32, 64}, 0}, false, Scalar::kF32) == "");  // no swizzle: no span
+  CHECK(CheckDescLayout(DescLayout{9, 2, {64, 128}, 3}, false, Scalar::kBF16) ==
+        "its box's inner dimension is 256 bytes, wider than the 128-byte swizzle span");
+  CHECK(CheckDescLayout(DescLayout{9, 2, {64, 32}, 1}, false, Scalar::kBF16) ==
+        "its box's inner dimension is 64 bytes, wider than the 32-byte swizzle span");
+  CHECK(CheckDescLayout(DescLayout{9, 2, {64, 4}, 0}, false, Scalar::kBF16) ==
+        "its box's inner dimension is 8 bytes, not a multiple of 16 (TMA needs 16)");
+  CHECK(CheckDescLayout(DescLayout{9, 2, {512, 64}, 3}, false, Scalar::kBF16) ==
+        "its box [512, 64] has a dimension outside 1..256 (TMA's limit)");
+  CHECK(CheckDescLayout(DescLayout{3, 4, {64, 32}, 3}, true, Scalar::kI32) ==
+        "padding: nan needs a floating-point dtype, and this build's is i32");
+}
+
 TEST_CASE("Triton's metadata of a unit: clusters, scratch and each descriptor's TMA layout") {
   std::string error;
   std::optional<kpack::TritonMeta> meta = kpack::ParseTritonMeta(

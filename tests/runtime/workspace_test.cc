@@ -141,7 +141,7 @@ TEST_CASE("zero bytes of scratch is NULL, with no driver call and no hint", "[wo
   CHECK(fx_scratch("spec", nullptr, 0, 3, &ptr) == KPACK_SUCCESS);
 }
 
-TEST_CASE("a bigger scratch grows the workspace, freeing the old one on the same stream",
+TEST_CASE("a bigger scratch grows the workspace, keeping the old one until the stream's is released",
           "[workspace]") {
   FakeDriver fake;
   const kpack_stream s = stream_of(fake, 3);
@@ -151,21 +151,50 @@ TEST_CASE("a bigger scratch grows the workspace, freeing the old one on the same
   REQUIRE(big != nullptr);
   CHECK(big != small);
   CHECK(fake.count("cuMemAllocAsync") == 2);
-  CHECK(fake.count("cuMemFreeAsync") == 1);
-  const fake_cuda_allocation old = allocation_at(fake, small);
-  CHECK(old.live == 0);
-  CHECK(old.freed_async == 1);
-  CHECK(old.freed_stream == s); // after the work queued there that used it
+  // A graph captured on the stream before the growth launches with the old
+  // buffer at every replay: it stays allocated, and counted.
+  CHECK(fake.count("cuMemFreeAsync") == 0);
+  CHECK(allocation_at(fake, small).live == 1);
   const fake_cuda_allocation grown = allocation_at(fake, big);
   CHECK(grown.size == 4 * kMiB); // rounded up to a power of two
   CHECK(grown.stream == s);
-  CHECK(usage() == std::pair<uint64_t, uint64_t>{4 * kMiB, 1});
+  CHECK(usage() == std::pair<uint64_t, uint64_t>{5 * kMiB, 1});
   // A smaller one reuses it.
   CHECK(scratch(2 * kMiB, s) == big);
   CHECK(scratch(1000, s) == big);
   CHECK(fake.count("cuMemAllocAsync") == 2);
-  CHECK(fake->live_allocations() == 1);
+  CHECK(fake->live_allocations() == 2);
   fx_device_hint_clear();
+  // Released: both freed on the stream, after the work queued there.
+  REQUIRE(kpack_workspace_release(s) == KPACK_SUCCESS);
+  for (void *p : {small, big}) {
+    const fake_cuda_allocation a = allocation_at(fake, p);
+    CHECK((a.live == 0 && a.freed_async == 1 && a.freed_stream == s));
+  }
+  CHECK(usage() == std::pair<uint64_t, uint64_t>{0, 0});
+  // kpack_unload_all frees what a growth retired, too.
+  REQUIRE(scratch(1000, s) != nullptr);
+  REQUIRE(scratch(3 * kMiB, s) != nullptr);
+  fx_device_hint_clear();
+  REQUIRE(kpack_unload_all() == KPACK_SUCCESS);
+  CHECK(fake->live_allocations() == 0);
+}
+
+TEST_CASE("the per-thread default stream cannot have a scratch workspace", "[workspace]") {
+  FakeDriver fake;
+  const kpack_stream per_thread = reinterpret_cast<kpack_stream>(uintptr_t{2});
+  void *ptr = &ptr;
+  const std::string why = ": the per-thread default stream (CU_STREAM_PER_THREAD, cudaStreamPerThread) is another "
+                          "stream on every thread, so it cannot have a scratch workspace; launch kernels that need "
+                          "scratch on a stream of your own";
+  CHECK(fx_scratch("spec", per_thread, 1000, 128, &ptr) == KPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(ptr == nullptr);
+  CHECK(detail() == "spec" + why);
+  CHECK(kpack_workspace_reserve(per_thread, 1000) == KPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(detail() == "kpack_workspace_reserve" + why);
+  CHECK(kpack_workspace_set(per_thread, &ptr, 64) == KPACK_ERROR_INVALID_ARGUMENT);
+  CHECK(detail() == "kpack_workspace_set" + why);
+  CHECK(fake.count("cuMemAllocAsync") == 0);
 }
 
 TEST_CASE("an alignment beyond the driver's makes room for itself", "[workspace]") {
@@ -446,7 +475,7 @@ TEST_CASE("out of device memory for a workspace is KPACK_ERROR_OUT_OF_MEMORY", "
     fake->set_mem_info(size_t{1} << 30, size_t{16} << 30);
     CHECK(scratch(1000, s) != nullptr);
   }
-  SECTION("a growth: the old workspace is gone, the stream has none") {
+  SECTION("a growth: the old workspace is retired, the stream has none") {
     void *old = scratch(1000, s);
     REQUIRE(old != nullptr);
     REQUIRE(fake->fail_next("cuMemAllocAsync", 2) == 0);
@@ -454,9 +483,13 @@ TEST_CASE("out of device memory for a workspace is KPACK_ERROR_OUT_OF_MEMORY", "
     CHECK(scratch(2 * kMiB, s, 128, &status) == nullptr);
     CHECK(status == KPACK_ERROR_OUT_OF_MEMORY);
     CHECK(kpack_last_cu_result() == 2);
+    CHECK(allocation_at(fake, old).live == 1);
+    CHECK(usage() == std::pair<uint64_t, uint64_t>{kMiB, 0});
+    CHECK(scratch(2 * kMiB, s) != nullptr);
+    fx_device_hint_clear();
+    REQUIRE(kpack_workspace_release(s) == KPACK_SUCCESS);
     CHECK(allocation_at(fake, old).live == 0);
     CHECK(usage() == std::pair<uint64_t, uint64_t>{0, 0});
-    CHECK(scratch(2 * kMiB, s) != nullptr);
   }
   SECTION("kpack_workspace_reserve") {
     REQUIRE(fake->fail_next("cuMemAllocAsync", 2) == 0);
@@ -496,15 +529,18 @@ TEST_CASE("kpack_scratch's argument checks and driver failures", "[workspace]") 
     CHECK(detail() ==
           "spec: cuStreamIsCapturing(stream 0x0) on device 0 failed: CUDA_ERROR_UNKNOWN (999)");
   }
-  SECTION("cuMemFreeAsync fails: the old workspace stays") {
+  SECTION("cuMemFreeAsync fails at a release: what is left stays") {
     void *old = scratch(1000);
     REQUIRE(old != nullptr);
+    REQUIRE(scratch(2 * kMiB) != nullptr);  // retires `old`
+    fx_device_hint_clear();
     REQUIRE(fake->fail_next("cuMemFreeAsync", 999) == 0);
-    CHECK(fx_scratch("spec", nullptr, 2 * kMiB, 128, &ptr) == KPACK_ERROR_DRIVER);
-    CHECK(detail() == "spec: cuMemFreeAsync of the 1048576-byte scratch workspace of stream 0x0 "
-                      "on device 0 failed: CUDA_ERROR_UNKNOWN (999)");
-    CHECK(scratch(1000) == old);
-    CHECK(usage() == std::pair<uint64_t, uint64_t>{kMiB, 1});
+    CHECK(kpack_workspace_release(nullptr) == KPACK_ERROR_DRIVER);
+    CHECK(detail() == "kpack_workspace_release: cuMemFreeAsync of the 1048576-byte scratch workspace that "
+                      "stream 0x0 on device 0 outgrew failed: CUDA_ERROR_UNKNOWN (999)");
+    CHECK(usage() == std::pair<uint64_t, uint64_t>{3 * kMiB, 1});
+    REQUIRE(kpack_workspace_release(nullptr) == KPACK_SUCCESS);
+    CHECK(usage() == std::pair<uint64_t, uint64_t>{0, 0});
   }
   SECTION("no current context") {
     REQUIRE(scratch(1) != nullptr); // the driver is loaded
@@ -659,17 +695,17 @@ TEST_CASE("64 threads over 4 devices and 2 streams: one workspace per (device, s
     CHECK(a.device == key.first);
     CHECK(a.stream == fake->stream(key.second));
     CHECK(a.size == kMiB);
-    CHECK((a.live == 0 && a.freed_stream == fake->stream(key.second))); // grown since
+    CHECK(a.live == 1); // grown since: retired, kept for graphs captured before
     const fake_cuda_allocation g = allocation_at(fake, grown.at(key));
     CHECK((g.device == key.first && g.stream == fake->stream(key.second)));
     CHECK((g.size == 4 * kMiB && g.live == 1));
   }
   // Exactly one allocation per (device, stream), then one growth each.
   CHECK(fake.count("cuMemAllocAsync") == 2 * kDevices * kStreams);
-  CHECK(fake.count("cuMemFreeAsync") == kDevices * kStreams);
+  CHECK(fake.count("cuMemFreeAsync") == 0);
   for (int d = 0; d < kDevices; ++d) {
     CHECK(fake->count_on_device("cuMemAllocAsync", d) == 2 * kStreams);
   }
-  CHECK(usage() == std::pair<uint64_t, uint64_t>{kDevices * kStreams * 4 * kMiB,
+  CHECK(usage() == std::pair<uint64_t, uint64_t>{kDevices * kStreams * 5 * kMiB,
                                                  kDevices * kStreams});
 }
