@@ -15,46 +15,23 @@
 // manifests/heur, and write "heur.py" as each kernel's inputs.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "codegen.h"
 #include "expand.h"
-#include "fake_describer.h"
-#include "fs_util.h"
 #include "golden_util.h"
-#include "manifest.h"
 
 namespace {
 
 using kpack::testing::CompareGolden;
 using kpack::testing::DataDir;
 
-struct Heur {
-  std::optional<kpack::Package> pkg;
-  std::vector<kpack::Specialization> specs;
-};
+using Heur = kpack::testing::RecordedPackage;
 
-// Loads and expands the heur package, as kpack build would with Triton.
 Heur LoadHeur() {
-  std::filesystem::path previous = std::filesystem::current_path();
-  std::filesystem::current_path(DataDir());
-  std::optional<std::string> answer = kpack::ReadFile("manifests/heur/describe.json");
-  REQUIRE(answer);
-  kpack::testing::RecordedDescriber describer(*answer, {"rows_kernel", "norm_kernel"});
-  kpack::LoadOptions options;
-  options.describer = &describer;
-  kpack::Diagnostics diag;
-  Heur out;
-  out.pkg = kpack::LoadPackage("manifests/heur/kpack.yaml", options, diag);
-  std::filesystem::current_path(previous);
-  REQUIRE(diag.Text() == "");
-  out.specs = kpack::Expand(*out.pkg, diag);
-  REQUIRE(diag.Text() == "");
-  return out;
+  return kpack::testing::LoadRecordedPackage("manifests/heur/kpack.yaml", "manifests/heur/describe.json", {"rows_kernel", "norm_kernel"});
 }
 
 }  // namespace

@@ -13,45 +13,24 @@
 // (copy_triton.py) and add_one (scratch_triton.py).
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "codegen.h"
 #include "expand.h"
-#include "fake_describer.h"
-#include "fs_util.h"
 #include "golden_util.h"
-#include "manifest.h"
 
 namespace {
 
 using kpack::testing::CompareGolden;
 using kpack::testing::DataDir;
 
-struct Tma {
-  std::optional<kpack::Package> pkg;
-  std::vector<kpack::Specialization> specs;
-};
+using Tma = kpack::testing::RecordedPackage;
 
 Tma LoadTma() {
-  std::filesystem::path previous = std::filesystem::current_path();
-  std::filesystem::current_path(DataDir());
-  std::optional<std::string> answer = kpack::ReadFile("manifests/tma/describe.json");
-  REQUIRE(answer);
-  kpack::testing::RecordedDescriber describer(*answer, {"copy_tiles", "add_one"});
-  kpack::LoadOptions options;
-  options.describer = &describer;
-  kpack::Diagnostics diag;
-  Tma out;
-  out.pkg = kpack::LoadPackage("manifests/tma/kpack.yaml", options, diag);
-  std::filesystem::current_path(previous);
-  REQUIRE(diag.Text() == "");
-  out.specs = kpack::Expand(*out.pkg, diag);
-  REQUIRE(diag.Text() == "");
-  return out;
+  return kpack::testing::LoadRecordedPackage("manifests/tma/kpack.yaml", "manifests/tma/describe.json",
+                                             {"copy_tiles", "add_one"});
 }
 
 }  // namespace
