@@ -7,6 +7,8 @@
 //   - Triton's global scratch (a device-side descriptor): the runtime's
 //     workspace of (device, stream), its size from kpack_workspace_usage,
 //     and a caller's workspace, too small then big enough;
+//   - stream capture: a launch that would grow the workspace is refused, a
+//     reserved one captures and its graph replays, also after a growth;
 //   - a misaligned base, a stride TMA cannot take: the statuses, nothing
 //     launched;
 //   - the host cost of a launch with two descriptors, the map cache on and
@@ -210,6 +212,72 @@ void Scratch() {
   cudaFree(d_x);
 }
 
+// f16 bits as a float, for the scratch kernel's checks.
+float F16(uint16_t h) { return std::ldexp(1.0f + (h & 0x3ff) / 1024.0f, ((h >> 10) & 0x1f) - 15); }
+
+// Whether x (rows x pitch, f16 in 1..1.25) is its original plus `added`
+// inside rows x cols (each add rounded once to f16) and untouched outside.
+bool AddedEverywhere(const std::vector<uint16_t>& original, const std::vector<uint16_t>& now, int64_t rows,
+                     int64_t cols, int64_t pitch, float added) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < pitch; ++c) {
+      const size_t i = static_cast<size_t>(r * pitch + c);
+      if (c >= cols ? now[i] != original[i] : std::fabs(F16(now[i]) - (F16(original[i]) + added)) > 4e-3f * (1 + added))
+        return false;
+    }
+  return true;
+}
+
+// Under stream capture with the real driver: a launch whose workspace is too
+// small is refused (it cannot grow in a graph); after kpack_workspace_reserve
+// the launch captures, and the graph replays; a growth after the capture
+// keeps the buffer the graph uses, so the graph still replays right.
+void Capture() {
+  const int64_t rows = 130, cols = 200, pitch = 208;
+  std::vector<uint16_t> x;
+  uint16_t* d_x = Upload<uint16_t>(x, rows, pitch, [](float f) { return static_cast<uint16_t>(0x3c00 + (static_cast<int>(f) & 0xff)); });
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaGraph_t graph = nullptr;
+  // No workspace yet: refused inside the capture, nothing captured.
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  kpack_status st = tma_scratch_triton_f16_m64_n64(s, reinterpret_cast<kpack_f16*>(d_x), rows, cols, pitch);
+  const std::string refused = kpack_last_error_detail();
+  cudaStreamEndCapture(s, &graph);
+  report(st == KPACK_ERROR_WORKSPACE_TOO_SMALL && refused.find("kpack_workspace_reserve(stream, ") != std::string::npos,
+         "a launch that would grow the workspace inside a capture is refused: " + refused);
+  if (graph) cudaGraphDestroy(graph);
+  graph = nullptr;
+  // Reserved first: the launch captures and the graph replays twice.
+  kpack_status reserved = kpack_workspace_reserve(s, 1536);
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  st = tma_scratch_triton_f16_m64_n64(s, reinterpret_cast<kpack_f16*>(d_x), rows, cols, pitch);
+  cudaError_t e = cudaStreamEndCapture(s, &graph);
+  cudaGraphExec_t exec = nullptr;
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+  for (int i = 0; i < 2 && e == cudaSuccess; ++i) e = cudaGraphLaunch(exec, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  report(reserved == KPACK_SUCCESS && st == KPACK_SUCCESS && e == cudaSuccess &&
+             AddedEverywhere(x, Download(d_x, x.size()), rows, cols, pitch, 2.0f),
+         std::string("after kpack_workspace_reserve a scratch launch captures, and its graph replays (x + 2)") +
+             (e ? std::string(": ") + cudaGetErrorString(e) : ""));
+  // A growth after the capture keeps the graph's buffer: a third replay.
+  kpack_status grown = kpack_workspace_reserve(s, 8 << 20);
+  if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  uint64_t bytes = 0, count = 0;
+  kpack_workspace_usage(&bytes, &count);
+  report(grown == KPACK_SUCCESS && e == cudaSuccess && AddedEverywhere(x, Download(d_x, x.size()), rows, cols, pitch, 3.0f),
+         "the graph replays after the workspace grew (x + 3); runtime workspaces hold " + std::to_string(bytes) +
+             " bytes");
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  kpack_workspace_release(s);
+  cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  cudaFree(d_x);
+}
+
 void BadInput() {
   float* d = nullptr;
   cudaMalloc(&d, 1 << 20);
@@ -264,6 +332,7 @@ int main() {
   cudaFree(nullptr);  // a current context for the kpack runtime
   TritonCopies();
   Scratch();
+  Capture();
   BadInput();
   HostCost();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
