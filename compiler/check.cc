@@ -120,14 +120,14 @@ void CheckTritonMeta(const Unit& u, const TritonMeta& meta, const CubinKernel& k
 // A descriptor the driver would refuse on every launch is a build error, at
 // its param: the CUDA kernel's layout (the manifest's box and swizzle), or
 // Triton's (which Triton chose for this build).
-void CheckDescLayouts(const Unit& u, const std::vector<DescLayout>& triton_layouts, Diagnostics& diag) {
+void CheckDescLayouts(const Unit& u, const std::vector<DescLayout>& compiled, Diagnostics& diag) {
   const Specialization& s = *u.spec;
+  const std::vector<DescLayout> layouts = DescLayouts(s, compiled);
   size_t i = 0;
   for (const Param& p : s.kernel->params) {
     if (!p.tensordesc) continue;
-    const DescLayout l = u.triton ? (i < triton_layouts.size() ? triton_layouts[i] : DescLayout{}) : CudaDescLayout(s, p);
-    ++i;
-    if (u.triton && l.box.empty()) continue;  // CheckTritonMeta reported the count
+    if (i >= layouts.size()) return;  // CheckTritonMeta reported the count
+    const DescLayout& l = layouts[i++];
     if (std::string why = CheckDescLayout(l, p.tensordesc->padding_nan, codegen::ElementScalar(s, p.type));
         !why.empty())
       diag.Error(p.tensordesc->block_loc, Where(u) + ": tensordesc '" + p.name + "': " + why);

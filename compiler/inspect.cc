@@ -14,6 +14,7 @@
 #include "json_util.h"
 #include "model.h"
 #include "pack.h"
+#include "tensordesc.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -409,7 +410,6 @@ void AddMargins(json::Object& tuning) {
 // units of an inventory need at launch besides their arguments, one line
 // each that needs something.
 std::string LaunchNeeds(const json::Object& root) {
-  static const char* const kSwizzle[] = {"none", "32B", "64B", "128B"};
   std::string out;
   if (const json::Array* kernels = root.getArray("kernels"))
     for (const json::Value& kv : *kernels)
@@ -430,7 +430,8 @@ std::string LaunchNeeds(const json::Object& root) {
             std::string box;
             for (const json::Value& b : JsonArrayOf(d, "box")) box += (box.empty() ? "" : ", ") + IntegerText(b);
             int64_t swizzle = d ? d->getInteger("swizzle").value_or(0) : 0;
-            needs.push_back("tensordesc box [" + box + "] swizzle " + (swizzle >= 0 && swizzle < 4 ? kSwizzle[swizzle] : "?"));
+            needs.push_back("tensordesc box [" + box + "] swizzle " +
+                            (swizzle >= 0 ? SwizzleName(static_cast<uint32_t>(swizzle)) : "?"));
           }
           if (!needs.empty())
             out += "  " + JsonGetString(*sv.getAsObject(), "name") + " " + JsonGetString(*u, "arch") + ": " +

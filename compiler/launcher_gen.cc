@@ -329,12 +329,7 @@ class LauncherWriter {
   void WriteTensorMaps(const Specialization& s) {
     const Kernel& k = *s.kernel;
     if (!HasTensorDesc(k)) return;
-    // A CUDA kernel's layout is the manifest's; a Triton kernel's, its compile's.
-    std::vector<DescLayout> layouts;
-    if (k.language == Language::kTriton) layouts = LaunchOf(s).descs;
-    else
-      for (const Param& p : k.params)
-        if (p.tensordesc) layouts.push_back(CudaDescLayout(s, p));
+    const std::vector<DescLayout> layouts = DescLayouts(s, LaunchOf(s).descs);
     out_ += "  kpack_status kpack_map_st;\n";
     size_t i = 0;
     for (const Param& p : k.params) {
@@ -359,9 +354,8 @@ class LauncherWriter {
   // A Triton kernel with num_ctas > 1 launches num_ctas CTAs (one
   // cluster) per program along x.
   std::vector<std::string> ClusterGrid(const Specialization& s, std::vector<std::string> grid) const {
-    if (s.kernel->language != Language::kTriton) return grid;
-    const uint32_t ctas = LaunchOf(s).num_ctas;
-    if (ctas > 1) grid[0] = "kpack_mul_(" + grid[0] + ", " + std::to_string(ctas) + ", &kpack_bad)";
+    if (const uint32_t ctas = ClusterCtas(s); ctas > 1)
+      grid[0] = "kpack_mul_(" + grid[0] + ", " + std::to_string(ctas) + ", &kpack_bad)";
     return grid;
   }
 

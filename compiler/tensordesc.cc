@@ -196,8 +196,16 @@ std::string CheckDescLayout(const DescLayout& l, bool padding_nan, Scalar elemen
   return "";
 }
 
-std::string DescLayoutText(const DescLayout& l) {
-  return "box " + Ints(l.box) + ", swizzle " + (l.swizzle < 4 ? kSwizzles[l.swizzle] : "?");
+const char* SwizzleName(uint32_t swizzle) { return swizzle < 4 ? kSwizzles[swizzle] : "?"; }
+
+std::vector<DescLayout> DescLayouts(const Specialization& s, const std::vector<DescLayout>& compiled) {
+  if (s.kernel->language == Language::kTriton) return compiled;
+  std::vector<DescLayout> out;
+  for (const Param& p : s.kernel->params)
+    if (p.tensordesc) out.push_back(CudaDescLayout(s, p));
+  return out;
 }
+
+std::string DescLayoutText(const DescLayout& l) { return "box " + Ints(l.box) + ", swizzle " + SwizzleName(l.swizzle); }
 
 }  // namespace kpack

@@ -81,6 +81,14 @@ DescLayout CudaDescLayout(const Specialization& s, const Param& p);
 // swizzle span, nan padding of an integer element.
 std::string CheckDescLayout(const DescLayout& l, bool padding_nan, Scalar element);
 
+// "none", "32B", "64B", "128B" for a CUtensorMapSwizzle; "?" beyond.
+const char* SwizzleName(uint32_t swizzle);
+
+// The TMA layout of each tensordesc param of `s`, in param order: `compiled`
+// (what Triton chose, from the unit's metadata) for a Triton kernel, the
+// manifest's (CudaDescLayout) for a CUDA kernel.
+std::vector<DescLayout> DescLayouts(const Specialization& s, const std::vector<DescLayout>& compiled);
+
 // "box [64, 64], swizzle 128B": for messages, comments and the inventory.
 std::string DescLayoutText(const DescLayout& l);
 
