@@ -22,6 +22,7 @@
 #include "pass_timer.h"
 #include "plan.h"
 #include "triton.h"
+#include "triton_server.h"
 #include "triton_source.h"
 #include "tuner_gen.h"
 #include "tuning_reader.h"
@@ -107,6 +108,43 @@ std::string WriteAll(const std::vector<std::pair<std::string, std::string>>& fil
   return "";
 }
 
+// The compile and pack passes, as Ninja edges (ninja.h) or, with --ninja
+// none, on threads in this process; then their counts under -v and --perf.
+void CompileAndPack(const BuildOptions& o, const Plan& plan, const CompileEnv& env, const PackOptions& pack_options,
+                    ToolRunner& runner, std::vector<CompiledUnit>& compiled, std::vector<PackedBlob>& blobs,
+                    Diagnostics& diag, std::ostream& err) {
+  CompileStats stats;
+  int jobs = o.jobs > 0 ? o.jobs : DefaultUnitJobs(o.job_memory_mib);
+  // Triton units compile on one compiler process per job slot
+  // (triton_server.h); the steps read the slots and the timeout from the
+  // environment, which Ninja passes on.  No thread runs yet.
+  setenv(kTritonSlotsVariable, std::to_string(jobs).c_str(), 1);
+  setenv(kTritonIdentityVariable, env.triton.version.c_str(), 1);
+  if (o.triton_timeout_s > 0) setenv(kTritonTimeoutVariable, std::to_string(o.triton_timeout_s).c_str(), 1);
+  if (o.ninja != "none") {
+    PassTimer t("compile+pack", o.perf, err);
+    NinjaOptions ninja{o.ninja, SelfPath(), jobs, !o.quiet};
+    BuildWithNinja(plan, env, pack_options, ninja, compiled, blobs, stats, diag);
+  } else {
+    {
+      PassTimer t("compile", o.perf, err);
+      CompileUnits(plan, CompileOptions{env, jobs}, runner, compiled, stats, diag);
+    }
+    if (!diag.HasErrors()) {
+      PassTimer t("pack", o.perf, err);
+      PackFatbins(plan, compiled, pack_options, runner, blobs, diag);
+    }
+  }
+  // Every unit has ended, so no compiler process has work left; none may
+  // outlive the build.
+  StopTritonServers(TritonServerOptionsFor(env.triton.python, env.triton.helper, o.work_dir).dir);
+  if (o.verbose || o.perf) err << "kpack: " << stats.Summary(CountUnits(plan)) << "\n";
+  if (o.perf && o.ninja != "none")
+    err << "kpack: schedule " << static_cast<int64_t>(stats.schedule_ms * 1000) / 1000.0 << " ms (inside compile+pack)\n"
+        << "kpack: unit steps " << stats.unit_seconds << " s in all\n";
+  if (o.perf) err << stats.CpuSummary();
+}
+
 }  // namespace
 
 int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
@@ -128,6 +166,7 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
     // the whole package.
     HelperDescriber describer(runner, TritonTools{o.python, o.triton_helper, ""});
     load.describer = &describer;
+    load.batch_override = static_cast<uint32_t>(o.batch);
     std::string archs = o.archs;
     for (size_t start = 0; !archs.empty() && start <= archs.size();) {
       size_t comma = std::min(archs.find(',', start), archs.size());
@@ -180,36 +219,16 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   }
   if (!Checkpoint(diag, err)) return 1;
 
-  // compile: nvcc (or Triton) for every unit not up to date or cached;
-  // pack: one fatbin per specialization.  Both run as Ninja edges
-  // (ninja.h), or on threads in this process with --ninja none.
+  // compile: nvcc (or Triton) for every batch of units not up to date or
+  // cached; pack: one fatbin per batch's specializations.  Both run as
+  // Ninja edges (ninja.h), or on threads in this process with --ninja none.
   std::vector<CompiledUnit> compiled;
-  std::vector<PackedSpec> packed;
-  CompileStats stats;
-  CompileEnv env{o.work_dir, o.cache_dir.empty() ? o.work_dir + "/cache" : o.cache_dir, toolchain, triton, o.nvcc_launcher};
+  std::vector<PackedBlob> blobs;
   PackOptions pack_options{pkg->name, o.work_dir, o.compress_mode.empty() ? pkg->compress_mode : o.compress_mode,
                            toolchain};
-  int jobs = o.jobs > 0 ? o.jobs : DefaultUnitJobs(o.job_memory_mib);
-  if (o.ninja != "none") {
-    PassTimer t("compile+pack", o.perf, err);
-    NinjaOptions ninja{o.ninja, SelfPath(), jobs, !o.quiet};
-    BuildWithNinja(plan, env, pack_options, ninja, compiled, packed, stats, diag);
-  } else {
-    {
-      PassTimer t("compile", o.perf, err);
-      CompileUnits(plan, CompileOptions{env, jobs}, runner, compiled, stats, diag);
-    }
-    if (diag.HasErrors()) {
-      // fall through to the checkpoint below
-    } else {
-      PassTimer t("pack", o.perf, err);
-      PackFatbins(plan, compiled, pack_options, runner, packed, diag);
-    }
-  }
-  if (o.verbose || o.perf) err << "kpack: " << stats.Summary(CountUnits(plan)) << "\n";
-  if (o.perf && o.ninja != "none")
-    err << "kpack: schedule " << static_cast<int64_t>(stats.schedule_ms * 1000) / 1000.0 << " ms (inside compile+pack)\n"
-        << "kpack: unit steps " << stats.unit_seconds << " s in all\n";
+  CompileAndPack(o, plan, CompileEnv{o.work_dir, o.cache_dir.empty() ? o.work_dir + "/cache" : o.cache_dir, toolchain,
+                                     triton, o.nvcc_launcher},
+                 pack_options, runner, compiled, blobs, diag, err);
   if (!Checkpoint(diag, err)) return 1;
 
   // check: each cubin has the kernel, for the arch, with the launcher's layout.
@@ -225,12 +244,13 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   // embed: write the fatbins where the assembler's .incbin finds them.
   std::vector<std::pair<std::string, std::string>> outputs;
   std::vector<std::string> blob_paths, blob_hashes;
+  std::vector<PackedSpec> packed = DescribePacked(plan);
   {
     PassTimer t("embed", o.perf, err);
-    for (const PackedSpec& p : packed) {
-      blob_paths.push_back(o.work_dir + "/fatbins/" + p.spec->Stem() + ".fatbin");
-      blob_hashes.push_back(HashHex(p.fatbin));
-      if (std::string e = WriteFileIfChanged(blob_paths.back(), p.fatbin); !e.empty()) diag.Error(e);
+    for (const PackedBlob& b : blobs) {
+      blob_paths.push_back(o.work_dir + "/fatbins/" + b.stem + ".fatbin");
+      blob_hashes.push_back(HashHex(b.fatbin));
+      if (std::string e = WriteFileIfChanged(blob_paths.back(), b.fatbin); !e.empty()) diag.Error(e);
     }
     outputs.emplace_back(o.asm_out, GenerateEmbedAsm(*pkg, blob_paths, blob_hashes));
   }
@@ -239,14 +259,17 @@ int RunBuild(const BuildOptions& o, ToolRunner& runner, std::ostream& err) {
   // generate: the header and the launchers; written last, all together.
   {
     PassTimer t("generate", o.perf, err);
-    outputs.emplace_back(o.launcher_out, GenerateLauncherSource(*pkg, specs, gen, TritonLaunches(plan, compiled)));
+    std::vector<size_t> blob_of_spec;
+    for (const PackedSpec& p : packed) blob_of_spec.push_back(p.blob);
+    outputs.emplace_back(o.launcher_out,
+                         GenerateLauncherSource(*pkg, specs, gen, TritonLaunches(plan, compiled), blob_of_spec));
     outputs.emplace_back(o.header_out, GenerateHeader(*pkg, specs, gen));
     if (!o.tuner_out.empty()) outputs.emplace_back(o.tuner_out, GenerateTuner(*pkg, specs, gen));
     if (!o.depfile_out.empty()) outputs.emplace_back(o.depfile_out, Depfile(o, *pkg, compiled));
     if (!o.inventory_out.empty())
       outputs.emplace_back(o.inventory_out,
                            GenerateInventory({&*pkg, gen.manifest_label, kKpackVersion, kAbiVersion, toolchain.version,
-                                              triton.version, pack_options.compress_mode, &plan, &compiled, &facts, &packed}));
+                                              triton.version, pack_options.compress_mode, &plan, &compiled, &facts, &packed, &blobs}));
     if (std::string e = WriteAll(outputs); !e.empty()) diag.Error(e);
   }
   // archive: Meson's static_library() links the launchers, the embedded

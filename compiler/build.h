@@ -31,7 +31,9 @@ struct BuildOptions {
   std::string archs;          // "sm_80,sm_90" overrides the manifests
   std::string compress_mode;  // fatbinary --compress-mode, "" for default
   int jobs = 0;               // unit pool depth; 0: DefaultUnitJobs
+  int triton_timeout_s = 0;   // per Triton compile (triton_server.h); 0: KPACK_TRITON_TIMEOUT or 600
   int64_t job_memory_mib = 2048;  // memory to reserve per unit job (for jobs = 0)
+  int batch = 0;              // specializations per nvcc run for every kernel; 0: the manifests'
   std::string ninja = "ninja";    // runs the units; "none": threads in kpack
   std::string nvcc_launcher;  // run nvcc through this (ccache, sccache)
   bool quiet = false;         // no Ninja status line

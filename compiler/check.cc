@@ -232,24 +232,6 @@ void CheckUnit(const Unit& u, const CompiledUnit& c, UnitFacts& facts, Diagnosti
 
 // The template arguments kpack wrote in the explicit instantiation, as the
 // demangled symbol must show them.
-std::vector<ExpectedArg> ExpectedArgs(const Specialization& s) {
-  std::vector<ExpectedArg> out;
-  const Kernel& k = *s.kernel;
-  for (size_t i = 0; i < k.constexprs.size(); ++i) {
-    const Constexpr& c = k.constexprs[i];
-    const ConstexprValue& v = s.values[i];
-    ExpectedArg a;
-    switch (c.kind) {
-      case ConstexprKind::kInt: a.kind = ExpectedArg::kInteger; a.integer = v.integer; break;
-      case ConstexprKind::kBool: a.kind = ExpectedArg::kBool; a.integer = v.integer; break;
-      case ConstexprKind::kDtype: a.kind = ExpectedArg::kType; a.text = Info(v.dtype).cuda_type; break;
-      default: a.kind = ExpectedArg::kName; a.text = v.text; break;  // type: cpp
-    }
-    out.push_back(a);
-  }
-  return out;
-}
-
 // One typed launcher serves every build and arch of a specialization, and
 // passes one cluster and one TMA layout per descriptor: Triton must have
 // chosen the same for all of them.
@@ -278,6 +260,25 @@ std::string Where(const Unit& u) {
 }
 
 }  // namespace
+
+std::vector<ExpectedArg> ExpectedArgs(const Specialization& s) {
+  std::vector<ExpectedArg> out;
+  const Kernel& k = *s.kernel;
+  for (size_t i = 0; i < k.constexprs.size(); ++i) {
+    const Constexpr& c = k.constexprs[i];
+    const ConstexprValue& v = s.values[i];
+    ExpectedArg a;
+    switch (c.kind) {
+      case ConstexprKind::kInt: a.kind = ExpectedArg::kInteger; a.integer = v.integer; break;
+      case ConstexprKind::kBool: a.kind = ExpectedArg::kBool; a.integer = v.integer; break;
+      case ConstexprKind::kDtype: a.kind = ExpectedArg::kType; a.text = Info(v.dtype).cuda_type; break;
+      default: a.kind = ExpectedArg::kName; a.text = v.text; break;  // type: cpp
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
 
 bool ResolveEntrySymbols(const Plan& plan, const std::vector<CompiledUnit>& compiled,
                          std::vector<Specialization>& specs, Diagnostics& diag) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compile.h"
+#include "cuda_instance.h"
 #include "diagnostics.h"
 #include "plan.h"
 
@@ -31,6 +32,10 @@ struct UnitFacts {
 // The C ABI layout of the manifest's parameters: {offset, size} each,
 // followed by `hidden_pointers` pointer parameters (Triton's scratch).
 std::vector<std::pair<uint32_t, uint32_t>> ExpectedLayout(const Specialization& s, uint32_t hidden_pointers = 0);
+
+// The template arguments `s` instantiates its __global__ entry with, as
+// FindInstance compares them.
+std::vector<ExpectedArg> ExpectedArgs(const Specialization& s);
 
 // Sets the symbol of each specialization of a __global__ entry: the cubin
 // kernel that demangles to the instance kpack asked for (FindInstance in

@@ -41,9 +41,12 @@ struct TritonLaunch {
 
 // `triton` maps Triton specializations to their launch; one missing gets
 // TritonLaunch{} with the specialization's num_warps (for golden tests).
+// `blob_of_spec[i]` is the embedded fatbin holding specs[i] (PackedSpec::blob:
+// specializations compiled in one batch share one); empty: blob i.
 std::string GenerateLauncherSource(const Package& pkg, const std::vector<Specialization>& specs,
                                    const CodegenOptions& options,
-                                   const std::map<const Specialization*, TritonLaunch>& triton = {});
+                                   const std::map<const Specialization*, TritonLaunch>& triton = {},
+                                   const std::vector<size_t>& blob_of_spec = {});
 
 // The assembler source embedding fatbin i of `fatbin_paths` (paths the
 // assembler resolves from its working directory) as blob i; each blob's

@@ -562,6 +562,15 @@ std::optional<std::string> FindInstance(const std::vector<std::string>& symbols,
                 "; its kernels: " + (all.empty() ? std::string("(none)") : Join(all, ", ")));
   }
   if (named.size() > 1) {
+    // A batch's cubin (plan.h) holds every member's instance: take the one
+    // with the specialization's arguments.
+    std::vector<size_t> matching;
+    for (size_t i : named)
+      if (MatchParsed(parsed[i], entry, args).ok) matching.push_back(i);
+    if (matching.size() == 1) {
+      if (demangled) *demangled = parsed[matching[0]].readable;
+      return symbols[matching[0]];
+    }
     std::vector<std::string> instances;
     for (size_t i : named) instances.push_back(parsed[i].name_with_args);
     return fail("the cubin has " + std::to_string(named.size()) + " instances of " + DisplayEntry(entry) + ": " +

@@ -95,14 +95,15 @@ InstanceMatch MatchInstance(const std::string& symbol, const std::string& entry,
                             const std::vector<ExpectedArg>& args);
 
 // Among `symbols` (the cubin's kernel symbols), finds the one that is
-// `entry`<`args`>.  Exactly one symbol may have entry's name (kpack builds
-// one instance per unit) and its arguments must all match.  Returns that
+// `entry`<`args`>.  When one symbol has entry's name, its arguments must
+// all match; when several do (a batch's cubin holds one instance per
+// member, plan.h), exactly one of them must match.  Returns that
 // symbol and sets *demangled to its Demangle(); else nullopt and *error to
 // one line (either pointer may be null):
 //   "the cubin has no kernel named ns::k; its kernels: a(int*), b(int*)"
 //     (or "...; its kernels: (none)")
 //   "the cubin has 2 instances of ns::k: ns::k<8u, float>, ns::k<4u, float>;
-//     kpack asked for one"
+//     kpack asked for one" (none of them, or several, match)
 //   "the cubin's kernel is ns::k<9u, float>(float*, int), not the instance
 //     kpack asked for: template argument 1 is 9u, expected 8"
 //   "the cubin's kernel is ns::k<float, 8u>(float*, int), not the instance

@@ -52,6 +52,29 @@ void AddCubinFacts(const CubinInfo& info, const CubinKernel* k, InspectRow& row)
   row.local_bytes = k->local_bytes;
 }
 
+// The specializations a fatbin identifier names, each with its kernel's
+// symbol in a batch ("a=sym_a+b=sym_b", pack.h FatbinIdent).
+std::vector<std::pair<std::string, std::string>> SplitBatch(const std::string& names) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t start = 0;;) {
+    size_t plus = names.find('+', start);
+    std::string item = names.substr(start, plus - start);
+    size_t equals = item.find('=');
+    out.emplace_back(item.substr(0, equals), equals == std::string::npos ? "" : item.substr(equals + 1));
+    if (plus == std::string::npos) return out;
+    start = plus + 1;
+  }
+}
+
+// The kernel of a specialization in a cubin: the only one, or in a batch's
+// cubin the one its identifier names; null when neither.
+const CubinKernel* KernelOf(const CubinInfo& info, const std::string& symbol, size_t specs) {
+  if (specs <= 1) return info.kernels.size() == 1 ? &info.kernels[0] : nullptr;
+  for (const CubinKernel& k : info.kernels)
+    if (k.name == symbol) return &k;
+  return nullptr;
+}
+
 // The rows of one or more concatenated fatbin containers.
 bool InspectFatbins(std::string_view bytes, InspectReport& report, std::string* error) {
   std::optional<std::vector<FatbinEntry>> entries = ReadFatbin(bytes, error);
@@ -65,22 +88,30 @@ bool InspectFatbins(std::string_view bytes, InspectReport& report, std::string* 
     row.arch = row.ptx ? "compute_" + std::to_string(e.sm) : ArchName(e.sm, e.arch_specific, e.family_specific);
     row.size = e.payload_size;
     row.compressed = e.compressed;
+    std::vector<std::pair<std::string, std::string>> specs = {{"", ""}};
     if (std::optional<FatbinIdentParts> id = ParseFatbinIdent(e.identifier_if_any)) {
       row.package = id->package;
       row.kernel = id->kernel;
-      row.specialization = id->specialization;
       row.build_mode = id->build_mode;
+      specs = SplitBatch(id->specialization);
     }
+    std::optional<CubinInfo> info;
     if (e.kind == FatbinEntryKind::kElf && !e.compressed) {
       std::string cubin_error;
-      if (std::optional<CubinInfo> info = ReadCubin(FatbinPayload(bytes, e), &cubin_error)) {
-        const CubinKernel* k = info->kernels.size() == 1 ? &info->kernels[0] : nullptr;
-        if (row.kernel.empty() && k) row.kernel = k->name;
-        AddCubinFacts(*info, k, row);
-      }
+      info = ReadCubin(FatbinPayload(bytes, e), &cubin_error);
     }
-    if (row.build_mode.empty()) row.build_mode = e.debug ? "debug" : "?";
-    rows.push_back(std::move(row));
+    // A batch's fatbin (plan.h) holds several specializations: a row each.
+    for (const auto& [spec, symbol] : specs) {
+      InspectRow one = row;
+      one.specialization = spec;
+      if (info) {
+        const CubinKernel* k = KernelOf(*info, symbol, specs.size());
+        if (one.kernel.empty() && k) one.kernel = k->name;
+        AddCubinFacts(*info, k, one);
+      }
+      if (one.build_mode.empty()) one.build_mode = e.debug ? "debug" : "?";
+      rows.push_back(std::move(one));
+    }
   }
   // A fatbin (rows with the same specialization, or the whole input when
   // there are no identifiers) has PTX if any of its rows is PTX.

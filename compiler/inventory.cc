@@ -157,8 +157,10 @@ std::string GenerateInventory(const InventoryInput& in) {
   }
   std::map<const Kernel*, json::Array> specs_of;
   int64_t total_fatbin = 0, debug_specs = 0;
+  for (const PackedBlob& b : *in.blobs) total_fatbin += static_cast<int64_t>(b.fatbin.size());
   for (const PackedSpec& p : *in.packed) {
     const Specialization& s = *p.spec;
+    const PackedBlob& blob = (*in.blobs)[p.blob];
     const Kernel& k = *s.kernel;
     json::Object constexprs;
     for (size_t c = 0; c < k.constexprs.size(); ++c) constexprs[k.constexprs[c].name] = ValueText(k.constexprs[c], s.values[c]);
@@ -171,13 +173,15 @@ std::string GenerateInventory(const InventoryInput& in) {
         {"build_mode", p.build_mode},
         {"sass_archs", ArchNames(p.sass_archs)},
         {"ptx_archs", ArchNames(p.ptx_archs)},
-        {"fatbin", json::Object{{"size", static_cast<int64_t>(p.fatbin.size())}, {"blake3", HashHex(p.fatbin)}}},
+        // Specializations compiled in one batch share its fatbin.
+        {"fatbin", json::Object{{"file", blob.stem + ".fatbin"},
+                                {"size", static_cast<int64_t>(blob.fatbin.size())},
+                                {"blake3", HashHex(blob.fatbin)}}},
         {"units", std::move(units[&s])}};
     // What sets a build apart from the API's build of its specialization
     // (computed values, variants): several builds share one name.
     if (std::string label = s.BuildLabel(); !label.empty()) spec["build"] = label;
     specs_of[&k].push_back(std::move(spec));
-    total_fatbin += static_cast<int64_t>(p.fatbin.size());
     debug_specs += p.build_mode == "debug" ? 1 : 0;
   }
   json::Array kernels;
@@ -239,6 +243,7 @@ std::string GenerateInventory(const InventoryInput& in) {
       {"toolchain", json::Object{{"nvcc", LastLine(in.nvcc_version)}, {"triton", LastLine(in.triton_version)}}},
       {"compress_mode", in.compress_mode.empty() ? "default" : in.compress_mode},
       {"num_specializations", static_cast<int64_t>(in.packed->size())},
+      {"num_fatbins", static_cast<int64_t>(in.blobs->size())},
       {"num_debug_specializations", debug_specs},
       {"num_units", static_cast<int64_t>(plan.units.size())},
       {"fatbin_bytes", total_fatbin},

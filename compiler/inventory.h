@@ -36,6 +36,7 @@ struct InventoryInput {
   const std::vector<CompiledUnit>* compiled = nullptr;  // one per plan unit
   const std::vector<UnitFacts>* facts = nullptr;        // one per plan unit
   const std::vector<PackedSpec>* packed = nullptr;      // one per specialization
+  const std::vector<PackedBlob>* blobs = nullptr;       // the fatbins they point into
 };
 
 // The inventory as pretty-printed JSON ending in a newline.

@@ -145,12 +145,13 @@ bool KernelReader::Read() {
   if (!r_.CheckMap(*root_, "a kernel manifest",
                    {"kernel", "language", "source", "module", "entry", "doc", "constexprs", "options", "params",
                     "exclude", "launch", "archs", "ptx", "nvcc_flags", "debug", "allow_debug", "autotune",
-                    "variants", "load", "assume", "tune"},
+                    "variants", "load", "assume", "tune", "batch"},
                    {"kernel", "entry", "params", "launch"}))
     return false;
   k_.manifest_path = r_.file();
   k_.archs = package_.archs;
   k_.ptx = package_.ptx;
+  k_.batch = package_.batch;
   k_.nvcc_flags = package_.nvcc_flags;
   k_.nvcc_flag_locs = package_.nvcc_flag_locs;
   k_.allow_debug = package_.allow_debug;
@@ -206,6 +207,14 @@ void KernelReader::ReadField(const std::string& key, const YAML::Node& key_node,
     k_.archs = r_.Archs(v);
   } else if (key == "ptx") {
     if (auto b = r_.Bool(v, "ptx")) k_.ptx = *b;
+  } else if (key == "batch") {
+    if (k_.language == Language::kTriton) {
+      r_.Error(v, "batch is for CUDA kernels: Triton compiles one kernel per unit, in a compiler process kept "
+                  "for the build");
+    } else if (auto i = r_.Integer(v, "batch")) {
+      if (*i < 1 || *i > kMaxBatch) r_.Error(v, "batch must be between 1 and " + std::to_string(kMaxBatch));
+      else k_.batch = static_cast<uint32_t>(*i);
+    }
   } else if (key == "nvcc_flags") {
     for (std::string& flag : FlagList(r_, v, k_.nvcc_flag_locs)) k_.nvcc_flags.push_back(std::move(flag));
   } else if (key == "debug") {

@@ -113,8 +113,8 @@ struct Group {
 class LauncherWriter {
  public:
   LauncherWriter(const Package& pkg, const std::vector<Specialization>& specs, const CodegenOptions& o,
-                 const std::map<const Specialization*, TritonLaunch>& triton)
-      : pkg_(pkg), specs_(specs), o_(o), triton_(triton) {
+                 const std::map<const Specialization*, TritonLaunch>& triton, const std::vector<size_t>& blob_of_spec)
+      : pkg_(pkg), specs_(specs), o_(o), triton_(triton), blob_of_spec_(blob_of_spec) {
     for (size_t i = 0; i < specs_.size(); ++i)
       if (!specs_[i].IsVariant()) groups_[specs_[i].group].bases.push_back(i);
     std::map<size_t, size_t> group_of_base;
@@ -158,7 +158,7 @@ class LauncherWriter {
     if (NeedsScratch()) out_ += "\n" + std::string(kScratchHelper);
     if (NeedsBuildTable()) out_ += "\n" + std::string(kBuildType);
     out_ += "\n";
-    out_ += "/* The fatbins, in specialization order (" + pkg_.prefix + "_fatbins.S). */\n";
+    out_ += "/* The fatbins (" + pkg_.prefix + "_fatbins.S): one per specialization, or per batch of them compiled together. */\n";
     out_ += "extern const kpack_blob " + pkg_.prefix + "_kpack_blobs[];\n\n";
     WriteArchTables();
     for (size_t i = 0; i < specs_.size(); ++i) WriteDescriptor(i);
@@ -262,7 +262,7 @@ class LauncherWriter {
     // variant's descriptor.
     out_ += "    " + std::to_string(kAbiVersion) + ", " + CString(pkg_.name) + ", " + CString(k.name) + ", " +
             CString(s.NameWithVariant()) + ",\n    " + CString(s.symbol) + ", &" + pkg_.prefix + "_kpack_blobs[" +
-            std::to_string(i) + "],\n";
+            std::to_string(blob_of_spec_.empty() ? i : blob_of_spec_[i]) + "],\n";
     const std::vector<Arch> archs = k.BuildArchs();
     out_ += "    " + ArchTable(archs) + ", " + std::to_string(archs.size()) + ", " + ptx_table + ", " +
             (k.ptx ? "1" : "0") + ",\n";
@@ -483,6 +483,7 @@ class LauncherWriter {
   const std::vector<Specialization>& specs_;
   const CodegenOptions& o_;
   const std::map<const Specialization*, TritonLaunch>& triton_;
+  const std::vector<size_t>& blob_of_spec_;  // empty: blob i for specs_[i]
   std::map<std::string, std::string> arch_tables_;
   static constexpr size_t kNone = static_cast<size_t>(-1);
   std::map<size_t, Group> groups_;  // by the API build's index
@@ -734,8 +735,9 @@ void LauncherWriter::WriteBuildInfo(const std::string& n) {
 
 std::string GenerateLauncherSource(const Package& pkg, const std::vector<Specialization>& specs,
                                    const CodegenOptions& options,
-                                   const std::map<const Specialization*, TritonLaunch>& triton) {
-  return codegen::LauncherWriter(pkg, specs, options, triton).Write();
+                                   const std::map<const Specialization*, TritonLaunch>& triton,
+                                   const std::vector<size_t>& blob_of_spec) {
+  return codegen::LauncherWriter(pkg, specs, options, triton, blob_of_spec).Write();
 }
 
 }  // namespace kpack

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "model.h"
 #include "inspect.h"
 #include "step.h"
 #include "toolchain.h"
@@ -39,7 +40,7 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     const char* name;
     std::string* value;
   };
-  std::string jobs, job_memory;
+  std::string jobs, job_memory, triton_timeout, batch;
   std::vector<Flag> flags = {
       {"--header", &o.header_out},     {"--launcher", &o.launcher_out}, {"--asm", &o.asm_out},
       {"--work-dir", &o.work_dir},     {"--cache-dir", &o.cache_dir},   {"--depfile", &o.depfile_out},
@@ -47,7 +48,8 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
       {"--compress-mode", &o.compress_mode}, {"--python", &o.python},
       {"--triton-helper", &o.triton_helper}, {"--inventory", &o.inventory_out}, {"--tuner", &o.tuner_out},
       {"-j", &jobs},
-      {"--ninja", &o.ninja},           {"--nvcc-launcher", &o.nvcc_launcher}, {"--job-memory", &job_memory}};
+      {"--ninja", &o.ninja},           {"--nvcc-launcher", &o.nvcc_launcher}, {"--job-memory", &job_memory},
+      {"--triton-timeout", &triton_timeout}, {"--batch", &batch}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--perf") { o.perf = true; continue; }
@@ -97,6 +99,24 @@ bool ParseBuildArgs(const std::vector<std::string>& args, kpack::BuildOptions& o
     long long mib = std::strtoll(job_memory.c_str(), &end, 10);
     if (*end != '\0' || mib < 1) { error = "--job-memory takes MiB per unit job, e.g. 2048"; return false; }
     o.job_memory_mib = mib;
+  }
+  if (!batch.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(batch.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > kpack::kMaxBatch) {
+      error = "--batch takes specializations per nvcc run, from 1 to " + std::to_string(kpack::kMaxBatch);
+      return false;
+    }
+    o.batch = static_cast<int>(n);
+  }
+  if (!triton_timeout.empty()) {
+    char* end = nullptr;
+    long seconds = std::strtol(triton_timeout.c_str(), &end, 10);
+    if (*end != '\0' || seconds < 1 || seconds > 86400) {
+      error = "--triton-timeout takes seconds per Triton compile, from 1 to 86400";
+      return false;
+    }
+    o.triton_timeout_s = static_cast<int>(seconds);
   }
   if (o.package_path.empty()) { error = "no package file given"; return false; }
   if (o.triton_helper.empty()) o.triton_helper = DefaultTritonHelper();
@@ -250,6 +270,8 @@ int Usage(std::ostream& out, int code) {
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
          "  --python PATH           Python with Triton, for Triton kernels (default python3)\n"
          "  --triton-helper PATH    triton_helper.py (default: beside kpack)\n"
+         "  --triton-timeout SEC    kill a Triton compile after SEC seconds and retry it\n"
+         "                          once (default 600; KPACK_TRITON_TIMEOUT)\n"
          "  --python-path DIR       where Triton kernels' packages are (module: in a\n"
          "                          manifest); repeatable, searched first\n"
          "  -I DIR                  include root of header-only libraries (FlashInfer,\n"
@@ -257,6 +279,8 @@ int Usage(std::ostream& out, int code) {
          "                          repeatable, searched before include_dirs:\n"
          "  -j N                    units compiled at once (default: cores, within memory)\n"
          "  --job-memory MIB        memory per unit job, for the default -j (2048)\n"
+         "  --batch N               specializations of a CUDA kernel per nvcc run, for every kernel\n"
+         "                          (default: the manifests' batch:, else 8; 1 compiles each alone)\n"
          "  --ninja PATH            Ninja, which runs the units (default ninja; none: threads)\n"
          "  --nvcc-launcher PROG    run nvcc through ccache or sccache\n"
          "  --quiet                 no progress line\n"

@@ -107,6 +107,11 @@ void ReadPackageFields(FileReader& r, const YAML::Node& root, Package& pkg,
         if (*i < 1) r.Error(v, "max_specializations must be at least 1");
         else pkg.max_specializations = static_cast<uint64_t>(*i);
       }
+    } else if (key == "batch") {
+      if (auto i = r.Integer(v, "batch")) {
+        if (*i < 1 || *i > kMaxBatch) r.Error(v, "batch must be between 1 and " + std::to_string(kMaxBatch));
+        else pkg.batch = static_cast<uint32_t>(*i);
+      }
     } else if (key == "compress") {
       // fatbinary --compress-mode; docs/building.md says which driver each needs.
       if (auto m = r.String(v, "compress")) {
@@ -222,7 +227,7 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
   if (!root) return std::nullopt;
   if (!r.CheckMap(*root, "the package file",
                   {"package", "prefix", "archs", "ptx", "nvcc_flags", "allow_debug", "max_specializations",
-                   "compress", "python_path", "include_dirs", "assume", "kernels", "tuning"},
+                   "batch", "compress", "python_path", "include_dirs", "assume", "kernels", "tuning"},
                   {"package", "archs", "kernels"}))
     return std::nullopt;
   Package pkg;
@@ -249,6 +254,7 @@ std::optional<Package> LoadPackage(const std::string& path, const LoadOptions& o
     std::optional<Kernel> kernel = reader->Finish(source);
     if (!kernel) continue;
     if (!options.archs_override.empty()) kernel->archs = options.archs_override;
+    if (options.batch_override > 0) kernel->batch = options.batch_override;
     auto [it, inserted] = kernel_names.emplace(kernel->name, kernel->loc);
     if (!inserted) {
       diag.Error(kernel->loc, "duplicate kernel '" + kernel->name + "' (first defined at " + it->second.ToString() +

@@ -20,6 +20,8 @@ namespace kpack {
 struct LoadOptions {
   // Overrides every kernel's archs (the build's -Darchs); empty: manifests'.
   std::vector<Arch> archs_override;
+  // Overrides every CUDA kernel's `batch:` (kpack build --batch); 0: manifests'.
+  uint32_t batch_override = 0;
 
   // The project: every kernel manifest and source must lie inside this
   // directory (symlinks resolved), so a manifest cannot make kpack read, hash

@@ -282,6 +282,9 @@ struct Kernel {
   Launch launch;
   std::vector<Arch> archs;
   bool ptx = false;
+  // CUDA: how many specializations one nvcc run compiles together (plan.h
+  // "Batches"); 1 compiles each alone.
+  uint32_t batch = 8;
   std::vector<std::string> nvcc_flags;  // package flags, then kernel flags
   std::vector<SourceLoc> nvcc_flag_locs;  // where each was written
   // A debug kernel (debug_guard.h): `debug: true`, or a debug nvcc flag
@@ -412,6 +415,11 @@ struct TuningFile {
   SourceLoc loc;
 };
 
+// The largest `batch:` a manifest may ask for: nvcc's memory grows with
+// every instantiation of a run, and one failed run is compiled again one
+// specialization at a time.
+inline constexpr int64_t kMaxBatch = 64;
+
 struct Package {
   std::string name;
   std::string prefix;
@@ -422,6 +430,7 @@ struct Package {
   std::vector<SourceLoc> nvcc_flag_locs;  // one per nvcc_flags entry
   bool allow_debug = false;               // every kernel may be a debug build
   uint64_t max_specializations = 4096;
+  uint32_t batch = 8;         // specializations per nvcc run; kernels inherit it
   std::string compress_mode;  // fatbinary --compress-mode; "" for its default
   // Triton: directories of the kernels' Python packages, and `assume:`
   // values every kernel inherits (a kernel's own win).

@@ -4,8 +4,9 @@
 // expands the manifests, is itself built by that configure), so kpack
 // writes them as a Ninja file of its own and runs Ninja on it from inside
 // Meson's custom target.  Every (specialization, arch) unit is one edge
-// whose input is its request file, and every fatbin one edge over its
-// units, so Ninja provides what it is good at:
+// whose input is its request file (a batch of specializations, plan.h, is
+// one edge), and every fatbin one edge over its batches, so Ninja provides
+// what it is good at:
 //  - incremental builds: a request file is rewritten only when its content
 //    changes, and each unit's depfile (from nvcc's -MD) names the headers it
 //    read, so adding a value compiles exactly the new units and editing a
@@ -37,7 +38,7 @@ struct NinjaOptions {
 // every fatbin.  Unit and fatbin failures are reported like the in-process
 // passes report them.  Returns false on any failure.
 bool BuildWithNinja(const Plan& plan, const CompileEnv& env, const PackOptions& pack, const NinjaOptions& options,
-                    std::vector<CompiledUnit>& compiled, std::vector<PackedSpec>& packed, CompileStats& stats,
+                    std::vector<CompiledUnit>& compiled, std::vector<PackedBlob>& blobs, CompileStats& stats,
                     Diagnostics& diag);
 
 // The default depth of the unit pool: one job per core, but no more than

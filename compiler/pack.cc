@@ -4,38 +4,81 @@
 
 #include <filesystem>
 
+#include "check.h"
+#include "cubin.h"
 #include "fs_util.h"
 
 namespace kpack {
 
-FatbinJob MakeFatbinJob(const Plan& plan, size_t begin, size_t end, const std::vector<std::string>& images,
+FatbinJob MakeFatbinJob(const Plan& plan, size_t group_index, const std::vector<std::string>& images,
                         const PackOptions& o) {
-  const Specialization& s = *plan.units[begin].spec;
+  const FatbinGroup& group = plan.groups[group_index];
+  const Specialization& s = *group.specs.front();
   FatbinJob job;
-  job.label = "kernel '" + s.kernel->name + "' specialization " + s.NameWithVariant();
-  job.output = o.work_dir + "/fatbins/" + s.Stem() + ".fatbin";
+  job.label = "kernel '" + s.kernel->name + "' " +
+              (group.specs.size() == 1 ? "specialization " + s.NameWithVariant() : "batch " + group.stem);
+  job.output = o.work_dir + "/fatbins/" + group.stem + ".fatbin";
   job.argv = {o.toolchain.fatbinary, "-64"};
-  job.argv.push_back("--ident=" + FatbinIdent(o.package, s, s.kernel->BuildMode()));  // what `kpack inspect` names
+  job.argv.push_back("--ident=" + FatbinIdent(o.package, group, s.kernel->BuildMode()));  // what `kpack inspect` names
   if (!o.compress_mode.empty()) job.argv.push_back("--compress-mode=" + o.compress_mode);
   // fatbinary compresses only PTX and debug images unless told otherwise,
   // which would make speed and balance no-ops for SASS-only packages.
   if (o.compress_mode == "speed" || o.compress_mode == "balance" || o.compress_mode == "size")
     job.argv.push_back("--compress-all");
-  for (size_t i = begin; i < end; ++i) {
-    const Unit& u = plan.units[i];
-    job.argv.push_back("--image3=kind=" + std::string(u.ptx ? "ptx" : "elf") + ",sm=" +
-                       (u.ptx ? std::to_string(u.arch.number) : u.arch.SmValue()) + ",file=" + images[i - begin]);
+  for (size_t i = 0; i < group.batches.size(); ++i) {
+    const Batch& b = plan.batches[group.batches[i]];
+    job.argv.push_back("--image3=kind=" + std::string(b.ptx ? "ptx" : "elf") + ",sm=" +
+                       (b.ptx ? std::to_string(b.arch.number) : b.arch.SmValue()) + ",file=" + images[i]);
+    if (!b.ptx && job.cubin.empty()) job.cubin = images[i];
   }
+  if (group.specs.size() > 1 && s.kernel->global_entry)
+    for (const Specialization* member : group.specs)
+      job.instances.push_back(FatbinInstance{member->name, s.kernel->entry, ExpectedArgs(*member)});
+  if (job.instances.empty()) job.cubin.clear();
   return job;
 }
 
-std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* bytes) {
+namespace {
+
+// The identifier with each __global__ instance's symbol read from the
+// batch's cubin; unchanged where one is not found (the check pass then
+// reports why).
+std::string IdentWithSymbols(const std::string& ident, const FatbinJob& job) {
+  std::optional<std::string> bytes = ReadFile(job.cubin);
+  std::optional<CubinInfo> info = bytes ? ReadCubin(*bytes, nullptr) : std::nullopt;
+  if (!info) return ident;
+  std::vector<std::string> symbols;
+  for (const CubinKernel& k : info->kernels) symbols.push_back(k.name);
+  std::optional<FatbinIdentParts> parts = ParseFatbinIdent(ident);
+  if (!parts) return ident;
+  // Each '+'-separated "spec=?" whose instance the cubin has, exactly.
+  std::string names;
+  for (size_t start = 0; start <= parts->specialization.size();) {
+    size_t plus = std::min(parts->specialization.find('+', start), parts->specialization.size());
+    std::string item = parts->specialization.substr(start, plus - start);
+    for (const FatbinInstance& m : job.instances)
+      if (item == m.spec + "=?")
+        if (std::optional<std::string> symbol = FindInstance(symbols, m.entry, m.args, nullptr, nullptr))
+          item = m.spec + "=" + *symbol;
+    names += (names.empty() ? "" : "+") + item;
+    start = plus + 1;
+  }
+  return "kpack:" + parts->package + ":" + parts->kernel + ":" + names + ":" + parts->build_mode;
+}
+
+}  // namespace
+
+std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* bytes, double* cpu_seconds) {
   std::string created = job.output + ".tmp." + std::to_string(getpid());
   std::vector<std::string> argv = job.argv;
+  if (!job.instances.empty())
+    for (std::string& arg : argv)
+      if (arg.rfind("--ident=", 0) == 0) arg = "--ident=" + IdentWithSymbols(arg.substr(8), job);
   argv.push_back("--create=" + created);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(job.output).parent_path(), ec);
   ToolResult r = runner.Run(argv);
+  if (cpu_seconds) *cpu_seconds = r.cpu_seconds;
   std::optional<std::string> fatbin = r.ok() ? ReadFile(created) : std::nullopt;
   std::filesystem::remove(created, ec);
   if (!fatbin) {
@@ -50,13 +93,17 @@ std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* 
   return "";
 }
 
-PackedSpec DescribePacked(const Plan& plan, size_t begin, size_t end) {
-  PackedSpec out;
-  out.spec = plan.units[begin].spec;
-  out.build_mode = out.spec->kernel->BuildMode();
-  for (size_t i = begin; i < end; ++i) {
+std::vector<PackedSpec> DescribePacked(const Plan& plan) {
+  std::vector<PackedSpec> out;
+  for (size_t i = 0; i < plan.units.size(); ++i) {
     const Unit& u = plan.units[i];
-    (u.ptx ? out.ptx_archs : out.sass_archs).push_back(u.arch);
+    if (out.empty() || out.back().spec != u.spec) {
+      out.emplace_back();
+      out.back().spec = u.spec;
+      out.back().blob = plan.group_of_unit[i];
+      out.back().build_mode = u.spec->kernel->BuildMode();
+    }
+    (u.ptx ? out.back().ptx_archs : out.back().sass_archs).push_back(u.arch);
   }
   return out;
 }
@@ -67,9 +114,15 @@ void ReportToolError(const SourceLoc& loc, const std::string& error, Diagnostics
   if (newline != std::string::npos) diag.Note(error.substr(newline + 1));
 }
 
-std::string FatbinIdent(const std::string& package, const Specialization& s, const std::string& build_mode) {
-  return "kpack:" + package + ":" + s.kernel->name + ":" + s.name + ":" + build_mode;
+std::string FatbinIdent(const std::string& package, const FatbinGroup& group, const std::string& build_mode) {
+  std::string names;
+  for (const Specialization* s : group.specs) {
+    names += (names.empty() ? "" : "+") + s->name;
+    if (group.specs.size() > 1) names += "=" + (s->kernel->global_entry ? std::string("?") : s->symbol);
+  }
+  return "kpack:" + package + ":" + group.specs.front()->kernel->name + ":" + names + ":" + build_mode;
 }
+
 
 std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident) {
   std::vector<std::string> parts;
@@ -82,28 +135,26 @@ std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident) {
 }
 
 bool PackFatbins(const Plan& plan, const std::vector<CompiledUnit>& compiled, const PackOptions& options,
-                 ToolRunner& runner, std::vector<PackedSpec>& out, Diagnostics& diag) {
+                 ToolRunner& runner, std::vector<PackedBlob>& out, Diagnostics& diag) {
   out.clear();
   bool ok = true;
-  for (size_t begin = 0; begin < plan.units.size();) {
-    size_t end = begin;
-    while (end < plan.units.size() && plan.units[end].spec == plan.units[begin].spec) ++end;
-    out.push_back(DescribePacked(plan, begin, end));
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const FatbinGroup& group = plan.groups[g];
+    out.push_back(PackedBlob{group.stem, ""});
     std::vector<std::string> images;
-    for (size_t i = begin; i < end; ++i) {
-      const Unit& u = plan.units[i];
-      images.push_back(options.work_dir + "/fatbins/" + u.name + (u.ptx ? ".ptx" : ".cubin"));
-      if (std::string err = WriteFileAtomic(images.back(), compiled[i].binary); !err.empty()) {
+    for (size_t b : group.batches) {
+      const Batch& batch = plan.batches[b];
+      images.push_back(options.work_dir + "/fatbins/" + batch.name + (batch.ptx ? ".ptx" : ".cubin"));
+      if (std::string err = WriteFileAtomic(images.back(), compiled[batch.units.front()].binary); !err.empty()) {
         diag.Error(err);
         return false;
       }
     }
-    std::string err = RunFatbinJob(MakeFatbinJob(plan, begin, end, images, options), runner, &out.back().fatbin);
+    std::string err = RunFatbinJob(MakeFatbinJob(plan, g, images, options), runner, &out.back().fatbin);
     if (!err.empty()) {
-      ReportToolError(out.back().spec->kernel->loc, err, diag);
+      ReportToolError(group.specs.front()->kernel->loc, err, diag);
       ok = false;
     }
-    begin = end;
   }
   return ok;
 }

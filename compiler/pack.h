@@ -1,5 +1,6 @@
-// pack.h - the pack pass: one fatbin per specialization, holding SASS for
-// every arch of its kernel (and PTX only when the manifest asked).
+// pack.h - the pack pass: one fatbin per fatbin group (plan.h): the SASS
+// of every arch of a specialization, or of a batch of specializations
+// compiled together (and PTX only when the manifest asked).
 #pragma once
 
 #include <optional>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "compile.h"
+#include "cuda_instance.h"
 #include "diagnostics.h"
 #include "plan.h"
 #include "toolchain.h"
@@ -15,10 +17,16 @@ namespace kpack {
 
 struct PackedSpec {
   const Specialization* spec = nullptr;
-  std::string fatbin;                 // the fatbin bytes
+  size_t blob = 0;                    // its fatbin: PackedBlob index (the group's)
   std::vector<Arch> sass_archs;
   std::vector<Arch> ptx_archs;
   std::string build_mode;             // "release" or "debug"
+};
+
+// One fatbin, as embedded: one per fatbin group, in plan order.
+struct PackedBlob {
+  std::string stem;    // fatbins/<stem>.fatbin
+  std::string fatbin;  // the bytes
 };
 
 struct PackOptions {
@@ -29,30 +37,46 @@ struct PackOptions {
 };
 
 // One fatbinary run, self-contained (serialized by step.h).
+// A batch's member whose kernel symbol is known only from the cubin (a
+// __global__ template's instance): the fatbin's identifier names it.
+struct FatbinInstance {
+  std::string spec;   // the specialization's name
+  std::string entry;  // the template, "ns::k"
+  std::vector<ExpectedArg> args;
+};
+
 struct FatbinJob {
   std::string label;               // "kernel 'k' specialization s"
   std::vector<std::string> argv;   // fatbinary and its options, without --create
   std::string output;              // the fatbin, written atomically
+  // A batch of __global__ instances: before packing, each member's symbol
+  // is read from `cubin` (the first cubin image) into the identifier.
+  std::vector<FatbinInstance> instances;
+  std::string cubin;
 };
 
-// The job packing units [begin, end) of `plan` (one specialization, in a
-// row) from the image files `images` (one per unit).
-FatbinJob MakeFatbinJob(const Plan& plan, size_t begin, size_t end, const std::vector<std::string>& images,
+// The job packing fatbin group `group` of `plan` from the image files
+// `images` (one per batch of the group, in order).
+FatbinJob MakeFatbinJob(const Plan& plan, size_t group, const std::vector<std::string>& images,
                         const PackOptions& options);
 
 // Runs the job; writes job.output atomically and, when `bytes` is given,
 // returns the fatbin there.  Returns "" or the error: a first line, then
 // "  command: ..." and fatbinary's output.
-std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* bytes = nullptr);
+std::string RunFatbinJob(const FatbinJob& job, ToolRunner& runner, std::string* bytes = nullptr,
+                         double* cpu_seconds = nullptr);
 
-// The specialization of `plan`'s units [begin, end), what they hold.
-PackedSpec DescribePacked(const Plan& plan, size_t begin, size_t end);
+// What each specialization's fatbin holds, one per specialization in plan
+// order.
+std::vector<PackedSpec> DescribePacked(const Plan& plan);
 
-// The identifier (fatbinary --ident) of a specialization's fatbin:
-// "kpack:<package>:<kernel>:<specialization>:<build mode>".  It rides in
-// every entry header, so `kpack inspect` names the blobs it finds in a
-// libkernels.a and shows the mode the build recorded.
-std::string FatbinIdent(const std::string& package, const Specialization& s, const std::string& build_mode);
+// The identifier (fatbinary --ident) of a group's fatbin:
+// "kpack:<package>:<kernel>:<specialization>:<build mode>"; for a batch,
+// "<specialization>=<kernel symbol>" of each member joined by '+' (a
+// __global__ instance's symbol is "?" until RunFatbinJob reads it).  It rides in every entry
+// header, so `kpack inspect` names the blobs it finds in a libkernels.a and
+// shows the mode the build recorded.
+std::string FatbinIdent(const std::string& package, const FatbinGroup& group, const std::string& build_mode);
 
 struct FatbinIdentParts {
   std::string package, kernel, specialization, build_mode;
@@ -60,10 +84,9 @@ struct FatbinIdentParts {
 // Splits a FatbinIdent; nullopt for identifiers kpack did not write.
 std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident);
 
-// Packs the units of each specialization (consecutive in the plan) into a
-// fatbin, in this process.  Returns false on errors.
+// Packs each fatbin group in this process.  Returns false on errors.
 bool PackFatbins(const Plan& plan, const std::vector<CompiledUnit>& compiled, const PackOptions& options,
-                 ToolRunner& runner, std::vector<PackedSpec>& out, Diagnostics& diag);
+                 ToolRunner& runner, std::vector<PackedBlob>& out, Diagnostics& diag);
 
 // Reports an error text as RunFatbinJob or CompileOne return it: the first
 // line as an error at `loc`, the rest as a note.

@@ -17,6 +17,7 @@ struct ToolResult {
   std::string output;         // stdout and stderr, interleaved
   std::string spawn_error;    // non-empty when the tool could not be started
   int signal = 0;             // the signal that killed it (exit_code 128 + signal); 0: none
+  double cpu_seconds = 0;     // user + system time of the tool and the children it waited for
   bool ok() const { return spawn_error.empty() && exit_code == 0; }
 };
 

@@ -3,6 +3,7 @@
     python3 triton_helper.py version
     python3 triton_helper.py describe REQUEST.json OUT.json
     python3 triton_helper.py compile REQUEST.json OUT.cubin OUT.meta.json
+    python3 triton_helper.py serve SOCKET [--idle SECONDS]
 
 `describe` reads every Triton kernel of a package from its source, without
 running its module (kpack_slice.py): the parameters as Triton sees them, the
@@ -18,6 +19,11 @@ execute`, by running its module), the manifest and the kernel are checked to
 agree on parameters, and the cubin and its metadata are written.  No GPU or
 driver is needed.
 
+`serve` is `compile` for many units: it imports Triton once (0.3-0.4 s of
+CPU a process) and answers compile requests on a Unix socket, one client
+at a time, each from a clean interpreter state (see serve below and
+compiler/triton_server.h, its client).
+
 Errors go to stderr as one line (plus Triton's own message) with exit code 1;
 kpack prefixes them with the manifest position and the specialization.  The
 compiler proper stays in C++: these files only do what needs Python.
@@ -26,8 +32,13 @@ import importlib
 import json
 import linecache
 import os
+import resource
+import socket
 import sys
+import sysconfig
+import traceback
 import types
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -39,9 +50,29 @@ from kpack_wrappers import describe_autotune, describe_heuristics, describe_para
 SUPPORTED_TRITON = ("3.6",)
 
 
+class HelperError(BaseException):
+    """A failure the helper reports as one message.  A BaseException, as the
+    SystemExit that fail() used to raise was: no `except Exception` on the
+    way catches it.  main() prints it and exits 1; the server answers it."""
+
+    def __init__(self, message):
+        BaseException.__init__(self, message)
+        self.message = message
+
+
 def fail(message):
-    sys.stderr.write(message.rstrip() + "\n")
-    sys.exit(1)
+    raise HelperError(message)
+
+
+def cpu_seconds():
+    """User + system CPU of this process and the children it waited for
+    (ptxas, which Triton runs)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+# CPU seconds spent inside triton.compile since the server last reset it.
+COMPILE_CPU = [0.0]
 
 
 def import_triton():
@@ -247,7 +278,11 @@ def compile_kernel(request_path, cubin_path, meta_path):
         backend = triton.compiler.make_backend(target)
         parsed = backend.parse_options(options)
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-        compiled = triton.compile(src, target=target, options=parsed.__dict__)
+        started = cpu_seconds()
+        try:
+            compiled = triton.compile(src, target=target, options=parsed.__dict__)
+        finally:
+            COMPILE_CPU[0] += cpu_seconds() - started
     except Exception as e:
         # The kernel's own line first, as a compiler reports it, then
         # Triton's text (its excerpt of the source, with a caret).
@@ -321,17 +356,206 @@ def version():
     print("triton %s python %d.%d.%d" % ((triton.__version__,) + tuple(sys.version_info[:3])))
 
 
+# ---- serve -------------------------------------------------------------------------------
+#
+# One server per job slot of a build (compiler/triton_server.h).  Every
+# request must compile exactly as `compile` in a fresh process would: the
+# cubin and metadata byte for byte, and an error word for word.  So each
+# request runs in the client's directory, with the interpreter state a
+# fresh process has after importing Triton restored afterwards: sys.path,
+# sys.argv, os.environ, the warnings filters and their once-registries,
+# linecache, and the modules the request imported (a kernel's package run
+# by `load: execute`, the synthetic kpack_triton_source is never in
+# sys.modules).  What stays loaded is Triton, the standard library and
+# installed packages, whose import is what the server saves.  Triton's
+# JITFunction caches live on the function objects, which each request
+# makes anew.  Output on fds 1 and 2 (Python's and Triton's C++ side) is
+# captured per request: it is the error text of a failed one.
+
+def _installed_dirs():
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["triton"].__file__))))
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+def _installed(module, dirs):
+    """Whether a module a request imported may stay: Triton's own lazily
+    imported parts, builtins and anything installed; not the project's."""
+    if module is None:
+        return False
+    name = getattr(module, "__name__", "") or ""
+    if name == "triton" or name.startswith("triton."):
+        return True
+    path = getattr(module, "__file__", None)
+    if path is None:
+        spec = getattr(module, "__spec__", None)
+        return spec is not None and spec.origin in ("built-in", "frozen")
+    return os.path.realpath(path).startswith(dirs)
+
+
+class CleanState:
+    """Puts back, after a request, what a fresh process would have."""
+
+    def __init__(self, installed_dirs):
+        self.dirs = installed_dirs
+        self.cwd = os.getcwd()
+        self.path = list(sys.path)
+        self.argv = list(sys.argv)
+        self.environ = dict(os.environ)
+        self.modules = set(sys.modules)
+        self.lines = dict(linecache.cache)
+        self.filters = list(warnings.filters)
+
+    def restore(self):
+        sys.path[:] = self.path
+        sys.argv[:] = self.argv
+        if dict(os.environ) != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        for name in set(sys.modules) - self.modules:
+            if not _installed(sys.modules.get(name), self.dirs):
+                del sys.modules[name]
+        linecache.cache.clear()
+        linecache.cache.update(self.lines)
+        warnings.filters[:] = self.filters
+        if hasattr(warnings, "_filters_mutated"):
+            warnings._filters_mutated()  # "once" warnings show again, as in a new process
+        importlib.invalidate_caches()
+        os.chdir(self.cwd)
+
+
+class Capture:
+    """Sends fds 1 and 2 to one file while a request runs (interleaved, as
+    the one-shot's pipe has them) and hands back what was written.  The file
+    is SOCKET.out, so that what a compile printed before it crashed the
+    process (an LLVM assertion, a stack dump) is there for the client."""
+
+    def __init__(self, path):
+        self.file = open(path, "w+b")
+        self.saved = (os.dup(1), os.dup(2))
+
+    def start(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.file.seek(0)
+        self.file.truncate()
+        os.dup2(self.file.fileno(), 1)
+        os.dup2(self.file.fileno(), 2)
+
+    def stop(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        self.file.seek(0)
+        return self.file.read().decode("utf-8", "replace")
+
+
+def serve_compile(message, capture, dirs):
+    """Runs one compile request as `compile` would run it; the response."""
+    state = CleanState(dirs)
+    started, ok = cpu_seconds(), False
+    COMPILE_CPU[0] = 0.0
+    capture.start()
+    try:
+        os.chdir(message.get("cwd") or state.cwd)
+        sys.argv[:] = [os.path.abspath(__file__), "compile", message["request"], message["cubin"], message["meta"]]
+        compile_kernel(message["request"], message["cubin"], message["meta"])
+        ok = True
+    except HelperError as e:
+        sys.stderr.write(e.message.rstrip() + "\n")
+    except SystemExit as e:  # the kernel's module exited, as it would end `compile`
+        ok = e.code in (None, 0)
+        if isinstance(e.code, str):
+            sys.stderr.write(e.code + "\n")
+    except BaseException:  # a bug: the traceback `compile` would print
+        traceback.print_exc()
+    finally:
+        output = capture.stop()
+        state.restore()
+    return {"ok": ok, "error": "" if ok else output, "cpu": cpu_seconds() - started, "compile_cpu": COMPILE_CPU[0]}
+
+
+def serve_connection(conn, hello, capture, dirs):
+    """Answers one client's requests; True when it asked the server to quit."""
+    conn.sendall((json.dumps(hello) + "\n").encode())
+    with conn.makefile("rb") as lines:
+        for line in lines:
+            message = json.loads(line)
+            if message.get("op") == "quit":
+                return True
+            if message.get("op") == "compile":
+                response = serve_compile(message, capture, dirs)
+            else:
+                response = {"ok": False, "error": "unknown op %r" % message.get("op"), "cpu": 0, "compile_cpu": 0}
+            conn.sendall((json.dumps(response) + "\n").encode())
+    return False
+
+
+def serve(sock_path, idle):
+    """Listens on sock_path until a client says quit or `idle` seconds pass
+    without a connection (which ends a server whose kpack was killed).
+    The socket is bound by its name in its own directory: a build
+    directory's path may be longer than a socket address allows."""
+    triton = import_triton()
+    import triton.compiler  # noqa: F401  (what every compile needs, loaded once)
+    from triton.backends.compiler import GPUTarget
+    triton.compiler.make_backend(GPUTarget("cuda", 80, 32))  # imports the NVIDIA backend
+    dirs = _installed_dirs()
+    # Start-up: everything this process has run so far (Python, the helper's
+    # modules, Triton and its backend).
+    hello = {"pid": os.getpid(), "startup_cpu": cpu_seconds(), "triton_version": triton.__version__}
+    directory, name = os.path.split(os.path.abspath(sock_path))
+    os.chdir(directory)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(name)
+    bound = os.stat(name).st_ino
+    listener.listen(16)
+    listener.settimeout(idle)
+    capture = Capture(name + ".out")
+    try:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                return 0
+            conn.settimeout(None)
+            with conn:
+                try:
+                    if serve_connection(conn, hello, capture, dirs):
+                        return 0
+                except (OSError, ValueError):
+                    pass  # the client went away or sent garbage: wait for the next
+    finally:
+        # Only our own socket: a server started after we stopped listening
+        # may have bound the name again.
+        try:
+            if os.stat(os.path.join(directory, name)).st_ino == bound:
+                os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+        listener.close()
+
+
 def main(argv):
-    if len(argv) == 2 and argv[1] == "version":
-        version()
-        return 0
-    if len(argv) == 4 and argv[1] == "describe":
-        describe(argv[2], argv[3])
-        return 0
-    if len(argv) == 5 and argv[1] == "compile":
-        compile_kernel(argv[2], argv[3], argv[4])
-        return 0
-    fail("usage: triton_helper.py version | describe REQUEST.json OUT.json | compile REQUEST.json OUT.cubin OUT.meta.json")
+    try:
+        if len(argv) == 2 and argv[1] == "version":
+            version()
+            return 0
+        if len(argv) == 4 and argv[1] == "describe":
+            describe(argv[2], argv[3])
+            return 0
+        if len(argv) == 5 and argv[1] == "compile":
+            compile_kernel(argv[2], argv[3], argv[4])
+            return 0
+        if len(argv) in (3, 5) and argv[1] == "serve" and (len(argv) == 3 or argv[3] == "--idle"):
+            return serve(argv[2], float(argv[4]) if len(argv) == 5 else 60.0)
+        fail("usage: triton_helper.py version | describe REQUEST.json OUT.json | compile REQUEST.json OUT.cubin "
+             "OUT.meta.json | serve SOCKET [--idle SECONDS]")
+    except HelperError as e:
+        sys.stderr.write(e.message.rstrip() + "\n")
+        return 1
 
 
 if __name__ == "__main__":

@@ -499,7 +499,10 @@ TEST_CASE("instance: the error texts") {
   // The qualified name must be whole: k is not ns::k.
   CHECK(Find({kK8}, "k", {Int(8), Type("float")}) ==
         "the cubin has no kernel named k; its kernels: ns::k<8u, float>(float*, int)");
-  CHECK(Find({kK8, kK4}, "ns::k", {Int(8), Type("float")}) ==
+  // A batch's cubin holds every member's instance: the one asked for is found...
+  CHECK(Find({kK8, kK4}, "ns::k", {Int(8), Type("float")}) == "ok ns::k<8u, float>(float*, int)");
+  // ...and when none matches, all are listed.
+  CHECK(Find({kK8, kK4}, "ns::k", {Int(16), Type("float")}) ==
         "the cubin has 2 instances of ns::k: ns::k<8u, float>, ns::k<4u, float>; kpack asked for one");
   CHECK(Find({kK9}, "ns::k", {Int(8), Type("float")}) ==
         "the cubin's kernel is ns::k<9u, float>(float*, int), not the instance kpack asked for: template "

@@ -145,11 +145,12 @@ TEST_CASE("units that fail differently are each shown, and no note explains what
   std::vector<std::string> errors(p.plan.units.size());
   errors[0] = UnitError(p.plan.units[0], "k.cuh(4): error: identifier \"a\" is undefined\n");
   errors[3] = UnitError(p.plan.units[3], "k.cuh(4): error: identifier \"b\" is undefined\n");
+  // Each at its own value: the units of the other value built.
   CHECK(Report(p.plan, errors) ==
-        "k.yaml:1:9: error: nvcc failed (exit code 1) for kernel 'k' specialization k_b1 (B=1) for sm_80\n"
+        "k.yaml:5:35: error: nvcc failed (exit code 1) for kernel 'k' specialization k_b1 (B=1) for sm_80\n"
         "  command: nvcc -o work/units/k_b1.sm_80.cubin work/units/k_b1.sm_80.cu\n"
         "k.cuh(4): error: identifier \"a\" is undefined\n\n"
-        "k.yaml:1:9: error: nvcc failed (exit code 1) for kernel 'k' specialization k_b2 (B=2) for sm_90\n"
+        "k.yaml:5:38: error: nvcc failed (exit code 1) for kernel 'k' specialization k_b2 (B=2) for sm_90\n"
         "  command: nvcc -o work/units/k_b2.sm_90.cubin work/units/k_b2.sm_90.cu\n"
         "k.cuh(4): error: identifier \"b\" is undefined\n\n");
   // A __device__ entry's failed call is not the macro case unless nvcc says so.

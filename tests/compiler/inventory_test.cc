@@ -24,10 +24,11 @@ struct Built {
   std::vector<kpack::CompiledUnit> compiled;
   std::vector<kpack::UnitFacts> facts;
   std::vector<kpack::PackedSpec> packed;
+  std::vector<kpack::PackedBlob> blobs;
 
   std::string Inventory() {
     return kpack::GenerateInventory({&*pkg, "manifests/golden/kpack.yaml", "0.1.0", 1, "nvcc\nBuild cuda_13.0\n",
-                                     "", "", &plan, &compiled, &facts, &packed});
+                                     "", "", &plan, &compiled, &facts, &packed, &blobs});
   }
 };
 
@@ -47,8 +48,10 @@ Built BuildPackage(const std::string& manifest) {
     b.compiled.push_back(kpack::CompiledUnit{"cubin of " + b.plan.units[i].name, "", {}});
     b.facts.push_back(kpack::UnitFacts{static_cast<uint32_t>(10 + i), 64, 0, 128, false, false});
   }
-  for (const kpack::Specialization& s : b.specs)
-    b.packed.push_back(kpack::PackedSpec{&s, "fatbin of " + s.name, {kpack::Arch{80}, kpack::Arch{90}}, {}, "release"});
+  for (const kpack::Specialization& s : b.specs) {
+    b.packed.push_back(kpack::PackedSpec{&s, b.blobs.size(), {kpack::Arch{80}, kpack::Arch{90}}, {}, "release"});
+    b.blobs.push_back(kpack::PackedBlob{s.Stem(), "fatbin of " + s.name});
+  }
   return b;
 }
 

@@ -45,7 +45,7 @@ TEST_CASE("unknown key") {
   CHECK(LoadErrors(std::string(kKernel) + "blok: 3\n") ==
         "k.yaml:15:1: error: unknown key 'blok' in a kernel manifest (expected one of: kernel, language, "
         "source, module, entry, doc, constexprs, options, params, exclude, launch, archs, ptx, nvcc_flags, debug, "
-        "allow_debug, autotune, variants, load, assume, tune)\n");
+        "allow_debug, autotune, variants, load, assume, tune, batch)\n");
 }
 
 TEST_CASE("duplicate key, which YAML itself accepts") {
@@ -391,4 +391,23 @@ TEST_CASE("width: auto marks i64 params of Triton kernels for the i32 variant; m
   CHECK(load(Replace(kKernel, "type: i64}", "type: i64, width: auto}")) ==
         "k.yaml:11:33: error: width: auto applies to Triton kernels only (a CUDA kernel's C++ signature fixes its "
         "types)\n");
+}
+
+TEST_CASE("batch: how many specializations one nvcc run compiles, 1 to 64, from the package or the kernel") {
+  CHECK(LoadErrors(std::string(kKernel) + "batch: 0\n") == "k.yaml:15:8: error: batch must be between 1 and 64\n");
+  CHECK(LoadErrors(std::string(kKernel) + "batch: 65\n") == "k.yaml:15:8: error: batch must be between 1 and 64\n");
+  CHECK(LoadErrors(std::string(kKernel) + "batch: all\n") == "k.yaml:15:8: error: batch must be an integer\n");
+  CHECK(LoadErrors(kKernel, "package: demo\narchs: [sm_80]\nbatch: -2\nkernels: [k.yaml]\n") ==
+        "package.yaml:3:8: error: batch must be between 1 and 64\n");
+  // The kernel's own wins over the package's, which kernels inherit.
+  ScratchDir dir;
+  dir.Write("package.yaml", "package: demo\narchs: [sm_80]\nbatch: 3\nkernels: [k.yaml, j.yaml]\n");
+  dir.Write("k.yaml", std::string(kKernel) + "batch: 1\n");
+  dir.Write("j.yaml", Replace(kKernel, "kernel: vector_add", "kernel: other"));
+  dir.Write("va.cuh", "");
+  kpack::Diagnostics diag;
+  auto pkg = kpack::LoadPackage("package.yaml", {}, diag);
+  REQUIRE(diag.Text() == "");
+  CHECK(pkg->kernels[0].batch == 1);
+  CHECK(pkg->kernels[1].batch == 3);
 }

@@ -647,3 +647,9 @@ TEST_CASE("a rule that reads only constexprs is folded: no build the launcher co
   // K=100 runs BK=128 only, K=200 BK=256 only (of 4 combinations).
   CHECK(stems == std::vector<std::string>{"va_k100.bk128", "va_k200.bk256"});
 }
+
+TEST_CASE("batch: is refused for a Triton kernel, which compiles one unit at a time") {
+  CHECK(Errors(std::string(kTriton) + "batch: 4\n") ==
+        "k.yaml:13:8: error: batch is for CUDA kernels: Triton compiles one kernel per unit, in a compiler process "
+        "kept for the build\n");
+}

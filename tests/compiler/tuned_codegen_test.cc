@@ -324,10 +324,13 @@ std::string TunedInventory(const Loaded& l) {
     compiled.push_back(kpack::CompiledUnit{"cubin of " + plan.units[i].name, "", {}});
     facts.push_back(kpack::UnitFacts{32, 0, 0, 1024, false, false});
   }
-  for (const kpack::Specialization& s : l.specs)
-    packed.push_back(kpack::PackedSpec{&s, "fatbin of " + s.name, {kpack::Arch{80}, kpack::Arch{90}}, {}, "release"});
+  std::vector<kpack::PackedBlob> blobs;
+  for (const kpack::Specialization& s : l.specs) {
+    packed.push_back(kpack::PackedSpec{&s, blobs.size(), {kpack::Arch{80}, kpack::Arch{90}}, {}, "release"});
+    blobs.push_back(kpack::PackedBlob{s.Stem(), "fatbin of " + s.name});
+  }
   return kpack::GenerateInventory({&*l.pkg, "manifests/tuned/kpack.yaml", "0.1.0", 1, "nvcc\nBuild cuda_13.0\n", "", "",
-                                   &plan, &compiled, &facts, &packed});
+                                   &plan, &compiled, &facts, &packed, &blobs});
 }
 
 }  // namespace

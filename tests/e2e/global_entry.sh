@@ -116,7 +116,7 @@ YAML
 }
 package rms rmsnorm_k.yaml
 write_rmsnorm BLOCK
-if build rms && grep -qx 'kpack: 2 units: 2 compiled, 0 from cache' log; then
+if build rms && grep -qx 'kpack: 2 units: 2 compiled, 0 from cache (nvcc batches: 1 compiled, 0 from cache, 0 up to date)' log; then
   pass "a __global__ template packages: 2 units compiled"
 else
   fail "rmsnorm build"
@@ -147,9 +147,12 @@ assert found.get("rmsnorm_f32_b128_v4", ("",))[0] == "_ZN9kpack_e2e7rmsnormIfLi1
 PY
 grep -qF "\"$f16_symbol\", &rms_kpack_blobs[" out/rms.c &&
   pass "the launcher's descriptor names the mangled symbol" || fail "descriptor symbol: $(grep -n '_Z' out/rms.c)"
-if "$kpack" inspect work/rms/fatbins/rmsnorm_f16_b128_v4.fatbin > inspect.txt 2>&1 &&
-   grep -qE "^rmsnorm +rmsnorm_f16_b128_v4 +sm_90 .* release +kpack_e2e::rmsnorm<__half, 128, 4>\(__half\*, __half const\*, __half const\*, unsigned int, unsigned int, float\)$" inspect.txt; then
-  pass "kpack inspect shows the demangled instance"
+# Both specializations were compiled in one batch: its fatbin's identifier
+# names each with its instance's symbol, read from the cubin.
+if "$kpack" inspect work/rms/fatbins/rmsnorm.batch-all.fatbin > inspect.txt 2>&1 &&
+   grep -qE "^rmsnorm +rmsnorm_f16_b128_v4 +sm_90 .* release +kpack_e2e::rmsnorm<__half, 128, 4>\(__half\*, __half const\*, __half const\*, unsigned int, unsigned int, float\)$" inspect.txt &&
+   grep -qE "^rmsnorm +rmsnorm_f32_b128_v4 +sm_90 .* release +kpack_e2e::rmsnorm<float, 128, 4>\(" inspect.txt; then
+  pass "kpack inspect shows each specialization of the batch with its demangled instance"
 else
   fail "inspect: $(cat inspect.txt)"
 fi
@@ -157,11 +160,11 @@ if cc -c out/rms.S -o rms_fatbins.o && "$kpack" inspect --json rms_fatbins.o > i
    python3 - inspect.json "$f16_entry" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-entries = sorted(i["entry"] for i in d["images"])
-assert len(entries) == 2 and sys.argv[2] in entries, entries
+specs = sorted((i["specialization"], i["entry"]) for i in d["images"])
+assert [s for s, _ in specs] == ["rmsnorm_f16_b128_v4", "rmsnorm_f32_b128_v4"] and specs[0][1] == sys.argv[2], specs
 PY
 then
-  pass "kpack inspect --json of the embedded fatbins has both entries"
+  pass "kpack inspect --json of the embedded fatbins has both specializations and entries"
 else
   fail "inspect --json of the object: $(cat inspect.json)"
 fi
@@ -185,7 +188,7 @@ build rms; rc=$?
 expected_b="m/rmsnorm_k.yaml:17:3: error: specialization rmsnorm_f16_b128_v4 (sm_90): the block can reach 4294967295 threads (at d = 4294967295), more than the kernel launches with (its launch bounds allow 128); bound the expression, e.g. with min()
 m/rmsnorm_k.yaml:17:3: error: specialization rmsnorm_f32_b128_v4 (sm_90): the block can reach 4294967295 threads (at d = 4294967295), more than the kernel launches with (its launch bounds allow 128); bound the expression, e.g. with min()"
 if [ $rc -eq 1 ] && [ "$(grep 'error:' log)" = "$expected_b" ] && [ "$(grep -c 'error' log)" = 2 ] && nothing_written rms &&
-   grep -qx 'kpack: 2 units: 0 compiled, 0 from cache, 2 up to date' log; then
+   grep -qx 'kpack: 2 units: 0 compiled, 0 from cache, 2 up to date (nvcc batches: 0 compiled, 0 from cache, 1 up to date)' log; then
   pass "block: [d] with a u32 d is refused against __launch_bounds__(128) after the check pass, exit 1, nothing written"
 else
   fail "block beyond the launch bounds (rc=$rc)"

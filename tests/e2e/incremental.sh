@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds at scale, end to end (issue 5): each (specialization, arch) unit is
-# one Ninja edge, so kpack compiles exactly what changed.  Counts come from
-# `kpack build -v`: "N units: C compiled, H from cache, U up to date".
+# Builds at scale, end to end (issues 5 and 18): each batch of a kernel's
+# specializations (one arch, one nvcc run) is one Ninja edge, so kpack
+# compiles exactly the batches that changed.  Counts come from `kpack build
+# -v`: "N units: C compiled, H from cache, U up to date (nvcc batches: ...)".
 #   incremental.sh KPACK CUDA_ROOT RUNTIME_INCLUDE_DIR
 set -u
 kpack=$(realpath "$1")
@@ -65,34 +66,35 @@ build() {  # project dir, then extra options
 }
 
 write_project m
-build m && expect_counts "first build compiles every unit" "6 units: 6 compiled, 0 from cache"
-# Progress: Ninja's status line, one per unit (of 6 units and 3 fatbins).
-[ "$(grep -cE '^\[[1-9]/9\] unit k[12]_b[12]\.sm_[89]0$' log)" = 6 ] &&
-  pass "a build prints Ninja's [n/N] unit line for each unit" || fail "no [n/N] unit status lines"
+build m && expect_counts "first build compiles every unit" "6 units: 6 compiled, 0 from cache (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
+# Progress: Ninja's status line, one per compile (k1's batch and k2's one
+# unit, for 2 archs) and fatbin (2).
+[ "$(grep -cE '^\[[1-6]/6\] unit (k1\.batch-all|k2_b1)\.sm_[89]0$' log)" = 4 ] &&
+  pass "a build prints Ninja's [n/N] unit line for each compile" || fail "no [n/N] unit status lines"
 cp out/inc.S first.S
-build m && expect_counts "a no-op rebuild runs no unit" "6 units: 0 compiled, 0 from cache, 6 up to date"
+build m && expect_counts "a no-op rebuild runs no unit" "6 units: 0 compiled, 0 from cache, 6 up to date (nvcc batches: 0 compiled, 0 from cache, 2 up to date)"
 grep -q '\[.*\] unit' log && fail "no-op rebuild started a unit edge" || pass "no-op rebuild started no edge"
 
 sed -i 's/values: \[1, 2\]/values: [1, 2, 3]/' m/k1.yaml
-build m && expect_counts "adding a value compiles one unit per arch" "8 units: 2 compiled, 0 from cache, 6 up to date"
+build m && expect_counts "adding a value compiles its batch, once per arch" "8 units: 6 compiled, 0 from cache, 2 up to date (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
 grep -q 'k1_b3' out/inc.h && pass "the new specialization is in the header" || fail "k1_b3 missing from the header"
 
 echo '// edited' >> m/k2.cuh
 echo 'template <int B> __device__ __forceinline__ void unused_k2_helper() {}' >> m/k2.cuh
-build m --quiet && expect_counts "editing a template rebuilds only its kernel's units" "8 units: 2 compiled, 0 from cache, 6 up to date"
+build m --quiet && expect_counts "editing a template rebuilds only its kernel's units" "8 units: 2 compiled, 0 from cache, 6 up to date (nvcc batches: 0 compiled, 0 from cache, 2 up to date)"
 grep -qE '^\[[0-9]+/[0-9]+\]' log && fail "--quiet printed a status line" || pass "--quiet removes the status line"
 echo '__device__ __forceinline__ float unused_helper() { return 1.0f; }' >> m/shared.cuh
-build m && expect_counts "editing an included header rebuilds the units that read it" "8 units: 6 compiled, 0 from cache, 2 up to date"
+build m && expect_counts "editing an included header rebuilds the units that read it" "8 units: 6 compiled, 0 from cache, 2 up to date (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
 echo '// a comment only' >> m/shared.cuh
-build m && expect_counts "a comment-only edit is served by the preprocessed key" "8 units: 0 compiled, 6 from cache, 2 up to date"
+build m && expect_counts "a comment-only edit is served by the preprocessed key" "8 units: 0 compiled, 6 from cache, 2 up to date (nvcc batches: 0 compiled, 2 from cache, 0 up to date)"
 
 # A clean rebuild with a warm cache compiles nothing; so does a copy of the
 # project in another directory (the preprocessed key has no paths in it).
 rm -rf out
-build m && expect_counts "a clean rebuild with a warm cache compiles nothing" "8 units: 0 compiled, 8 from cache"
+build m && expect_counts "a clean rebuild with a warm cache compiles nothing" "8 units: 0 compiled, 8 from cache (nvcc batches: 0 compiled, 2 from cache, 0 up to date)"
 cp out/inc.S clean.S
 mkdir -p elsewhere/deeper && cp -r m elsewhere/deeper/m && rm -rf out
-build elsewhere/deeper/m && expect_counts "another checkout shares the cache" "8 units: 0 compiled, 8 from cache"
+build elsewhere/deeper/m && expect_counts "another checkout shares the cache" "8 units: 0 compiled, 8 from cache (nvcc batches: 0 compiled, 2 from cache, 0 up to date)"
 
 # Two checkouts share one cache directory, as a team shares one.  One is
 # built through an absolute path (nvcc then records absolute inputs), the
@@ -102,15 +104,15 @@ build elsewhere/deeper/m && expect_counts "another checkout shares the cache" "8
 for t in one two; do mkdir -p $t/build && write_project $t/m; done
 sed -i 's/B \* scale()/B * scale() + 1.0f/' two/m/k1.cuh
 build "$work/one/m" --cache-dir "$work/shared-cache"
-expect_counts "checkout one compiles its units" "6 units: 6 compiled, 0 from cache"
+expect_counts "checkout one compiles its units" "6 units: 6 compiled, 0 from cache (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
 (cd two/build && build ../m --root .. --cache-dir "$work/shared-cache"; cp log ../../log)
-expect_counts "checkout two compiles its edited units, shares the others" "6 units: 4 compiled, 2 from cache"
+expect_counts "checkout two compiles its edited units, shares the others" "6 units: 4 compiled, 2 from cache (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
 rm -rf out
 
 # A corrupt cache entry is rebuilt, not trusted: truncate every entry.
 rm -rf out
 for f in cache/*/*.bin; do : > "$f"; done
-build m && expect_counts "a corrupt cache is rebuilt" "8 units: 8 compiled, 0 from cache"
+build m && expect_counts "a corrupt cache is rebuilt" "8 units: 8 compiled, 0 from cache (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
 
 # The unit pool: -j sets its depth; -j 0 (the default) is the cores, capped
 # at physical memory / --job-memory MiB (getconf reads what kpack reads).
@@ -122,6 +124,55 @@ for job_memory in 2048 $((memory_mib / 2)) $memory_mib; do
     pass "-j 0 --job-memory $job_memory makes a pool of depth $want" ||
     fail "-j 0 --job-memory $job_memory: want depth $want, got '$(grep depth out/work/build.ninja)'"
 done
+
+# A kernel of 40 values is 5 to 10 batches of at most 8 per arch: adding a
+# value compiles one batch per arch (unit test: or a batch split in two),
+# and a bad value is reported at its own line while the other batches build.
+mkdir -p big
+cat > big/kpack.yaml <<'YAML'
+package: big
+archs: [sm_80, sm_90]
+kernels: [k.yaml]
+YAML
+write_big() {  # values...
+  printf 'kernel: k\nsource: k.cuh\nentry: k\nconstexprs:\n  - {name: V, type: int, values: [%s], tag: v}\n' \
+    "$(echo "$@" | sed 's/ /, /g')" > big/k.yaml
+  printf 'params:\n  - {name: out, type: f32*}\nlaunch: {grid: 1, block: 32}\n' >> big/k.yaml
+}
+echo 'template <int V> __device__ __forceinline__ void k(float* out) { static_assert(V != 99, "V = 99 is bad"); out[threadIdx.x] = V; }' > big/k.cuh
+write_big $(seq 1 40)
+build big && grep -q '^kpack: 80 units: 80 compiled, 0 from cache (nvcc batches: [0-9]* compiled' log &&
+  pass "40 values x 2 archs build in batches" || fail "big first build"
+batches=$(sed -n 's/.*(nvcc batches: \([0-9]*\) compiled.*/\1/p' log)
+[ "$batches" -ge 10 ] && [ "$batches" -le 20 ] && pass "$batches batches of at most 8" || fail "batch count $batches"
+write_big $(seq 1 41)
+# One old batch per arch is replaced: by one with the new value, or (when
+# that outgrows 8) by its two halves, which hold at most 8 + 1 units.
+build big
+counts=$(sed -n 's/^kpack: 82 units: \([0-9]*\) compiled, 0 from cache, [0-9]* up to date (nvcc batches: \([0-9]*\) compiled, 0 from cache, \([0-9]*\) up to date)$/\1 \2 \3/p' log)
+read -r units_compiled batches_compiled batches_kept <<< "${counts:-0 0 0}"
+[ "$batches_kept" = $((batches - 2)) ] && { [ "$batches_compiled" = 2 ] || [ "$batches_compiled" = 4 ]; } &&
+  [ "$units_compiled" -le 18 ] && pass "adding a value to 40 compiles one batch per arch ($units_compiled units in $batches_compiled runs)" ||
+  fail "big: one value added: $(grep 'units:' log)"
+write_big $(seq 1 41) 99
+if build big; then fail "V = 99 must fail"; else
+  col=$(awk 'NR == 5 { print index($0, " 99]") + 1 }' big/k.yaml)
+  grep -q "^big/k.yaml:5:$col: error: nvcc failed (exit code 1) for kernel 'k' specialization k_v99 (V=99) for sm_80\$" log &&
+    pass "a bad value is reported at its own line, as itself" || fail "bad value's error"
+  [ "$(ls out/work/units/*.bin | grep -c 'k[._]')" -ge "$batches" ] && pass "the other batches still built" ||
+    fail "other batches not built"
+fi
+
+# A member that failed inside a batch leaves no error that a later build
+# reads as its own: built one by one, then as a batch through a launcher
+# that fails (as nvcc killed for memory), then one by one again (every unit
+# up to date), the last build succeeds.
+printf '#!/bin/sh\nexit 137\n' > failing-nvcc && chmod +x failing-nvcc
+build m --batch 1 && ! build m --nvcc-launcher "$PWD/failing-nvcc" --cache-dir fresh-cache &&
+  build m --batch 1 && grep -q '^kpack: 8 units: 0 compiled, ' log &&
+  pass "a batch's failed members leave nothing behind for their own units" ||
+  fail "a member's error outlived its batch: $(grep -E 'units:|error' log | head -3)"
+build m > /dev/null
 
 # A failing unit is reported once, at its kernel, and the build fails with
 # no outputs changed; fixing it builds only that kernel.
@@ -135,7 +186,7 @@ else
   [ "$(sha256sum out/inc.h)" = "$sha_before" ] && pass "a failed build leaves the outputs alone" || fail "outputs changed"
 fi
 cp k2.good m/k2.cuh
-build m && expect_counts "fixing it rebuilds only the broken units" "8 units: 0 compiled, 2 from cache, 6 up to date"
+build m && expect_counts "fixing it rebuilds only the broken units" "8 units: 0 compiled, 2 from cache, 6 up to date (nvcc batches: 0 compiled, 0 from cache, 2 up to date)"
 
 # Compiler launchers: nvcc through ccache / sccache.  kpack's own cache is
 # emptied between the two builds, so the second build's units reach nvcc's
@@ -147,20 +198,20 @@ launcher_case() {  # name, stats command
   build m --nvcc-launcher "$name" || { fail "build through $name"; return; }
   cp out/inc.S launcher1.S
   rm -rf out cache
-  build m --nvcc-launcher "$name" && expect_counts "build through $name" "8 units: 8 compiled, 0 from cache"
+  build m --nvcc-launcher "$name" && expect_counts "build through $name" "8 units: 8 compiled, 0 from cache (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
   cmp -s launcher1.S out/inc.S && pass "$name builds the same fatbins" || fail "$name output differs"
 }
 export CCACHE_DIR=$work/ccache
 launcher_case ccache
 if command -v ccache > /dev/null; then
   hits=$(ccache --print-stats | awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" {s += $2} END {print s + 0}')
-  [ "$hits" -ge 8 ] && pass "ccache served the second build ($hits hits)" || fail "ccache hits: $hits"
+  [ "$hits" -ge 4 ] && pass "ccache served the second build ($hits hits)" || fail "ccache hits: $hits"
 fi
 export SCCACHE_DIR=$work/sccache SCCACHE_IDLE_TIMEOUT=60
 launcher_case sccache
 if command -v sccache > /dev/null; then
   hits=$(sccache --show-stats 2>/dev/null | awk '/^Cache hits \(CUDA\)/ {print $4}')
-  [ "${hits:-0}" -ge 8 ] && pass "sccache served the second build ($hits hits)" || fail "sccache hits: ${hits:-none}"
+  [ "${hits:-0}" -ge 4 ] && pass "sccache served the second build ($hits hits)" || fail "sccache hits: ${hits:-none}"
 fi
 
 # Through Meson: a project whose custom target runs kpack, as
@@ -178,13 +229,14 @@ gen = custom_target('inc-kpack', input : 'm/kpack.yaml', output : ['inc.h', 'inc
 static_library('inc', gen[1], gen[2], include_directories : include_directories('$runtime_inc'))
 EOF2
   if meson setup meson-build meson-proj > log 2>&1 && meson compile -C meson-build > log 2>&1; then
-    expect_counts "meson: the first build compiles every unit" "8 units: 8 compiled, 0 from cache"
+    expect_counts "meson: the first build compiles every unit" "8 units: 8 compiled, 0 from cache (nvcc batches: 2 compiled, 0 from cache, 0 up to date)"
     meson compile -C meson-build > log 2>&1
     grep -q 'ninja: no work to do' log && ! grep -q 'units:' log && pass "meson: a no-op build does nothing" ||
       fail "meson: no-op build did work"
     sed -i 's/values: \[1\]/values: [1, 4]/' meson-proj/m/k2.yaml
     meson compile -C meson-build > log 2>&1
-    expect_counts "meson: adding a value compiles one unit per arch" "10 units: 2 compiled, 0 from cache, 8 up to date"
+    # k2's one unit becomes a batch of two, once per arch; k1's is untouched.
+    expect_counts "meson: adding a value compiles one batch per arch" "10 units: 4 compiled, 0 from cache, 6 up to date (nvcc batches: 2 compiled, 0 from cache, 2 up to date)"
     grep -q 'Linking static target libinc.a' log && pass "meson: the library is relinked" || fail "meson: no relink"
   else
     fail "meson project"

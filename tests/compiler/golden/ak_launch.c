@@ -79,7 +79,7 @@ static inline int64_t kpack_next_pow2_(int64_t x, int *bad) {
   return (int64_t)(n + 1);
 }
 
-/* The fatbins, in specialization order (ak_fatbins.S). */
+/* The fatbins (ak_fatbins.S): one per specialization, or per batch of them compiled together. */
 extern const kpack_blob ak_kpack_blobs[];
 
 static const uint32_t kpack_archs_0[] = {80, 90};  /* sm_80,sm_90 */

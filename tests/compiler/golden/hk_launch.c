@@ -81,7 +81,7 @@ typedef struct kpack_build_ {
   int ones;   /* equal_to_1 params are constants of the build: not passed */
 } kpack_build_;
 
-/* The fatbins, in specialization order (hk_fatbins.S). */
+/* The fatbins (hk_fatbins.S): one per specialization, or per batch of them compiled together. */
 extern const kpack_blob hk_kpack_blobs[];
 
 static const uint32_t kpack_archs_0[] = {80, 90 | KPACK_ARCH_SPECIFIC};  /* sm_80,sm_90a */

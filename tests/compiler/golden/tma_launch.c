@@ -81,7 +81,7 @@ static kpack_status kpack_scratch_for_(const char *name, kpack_stream stream, co
   return KPACK_SUCCESS;
 }
 
-/* The fatbins, in specialization order (tma_fatbins.S). */
+/* The fatbins (tma_fatbins.S): one per specialization, or per batch of them compiled together. */
 extern const kpack_blob tma_kpack_blobs[];
 
 static const uint32_t kpack_archs_0[] = {90 | KPACK_ARCH_SPECIFIC};  /* sm_90a */
