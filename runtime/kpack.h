@@ -235,7 +235,8 @@ kpack_status kpack_unload_all(void);
 
 /*
  * Counters of what the runtime has done since start (or kpack_unload_all):
- * libraries loaded with cuLibraryLoadData, and (kernel, device) pairs
+ * libraries loaded with cuLibraryLoadData (one per embedded fatbin: the
+ * specializations compiled in one batch share theirs), and (kernel, device) pairs
  * prepared: launched successfully on that device for the first time, which
  * loads the kernel's code into the device's context.  For tests and
  * benchmarks.  Never fails;

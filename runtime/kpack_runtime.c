@@ -113,6 +113,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Dynamic shared memory a kernel may use without raising its limit. */
@@ -125,6 +126,21 @@ static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* States whose library is loaded, newest first, for kpack_unload_all. */
 static kpack_kernel_state *g_loaded;
+
+/*
+ * The library loaded from each embedded fatbin, shared by every
+ * specialization whose descriptor points at it: specializations compiled
+ * in one nvcc batch share one fatbin (compiler/plan.h), and loading it once
+ * for all of them saves the driver parsing it (and, under eager module
+ * loading, loading all its kernels) once per specialization.  Owned here,
+ * unloaded by kpack_unload_all; guarded by g_load_lock.
+ */
+typedef struct blob_library {
+  const kpack_blob *blob;
+  CUlibrary library;
+  struct blob_library *next;
+} blob_library;
+static blob_library *g_blob_libraries;
 
 /* kpack_get_load_counts(); relaxed: they order nothing. */
 static _Atomic(uint64_t) g_libraries_loaded;
@@ -384,6 +400,55 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
   return KPACK_SUCCESS;
 }
 
+/* The library loaded from `blob`, or NULL.  With g_load_lock held. */
+static CUlibrary library_of_blob(const kpack_blob *blob) {
+  for (const blob_library *b = g_blob_libraries; b != NULL; b = b->next) {
+    if (b->blob == blob) {
+      return b->library;
+    }
+  }
+  return NULL;
+}
+
+/*
+ * k's kernel from the library already loaded from its fatbin, when another
+ * specialization of its batch loaded it: *found says whether there was
+ * one.  With g_load_lock held.
+ */
+static kpack_status kernel_from_shared_library(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
+                                               CUkernel *kernel, CUresult *cu, int *found) {
+  CUlibrary lib = library_of_blob(k->fatbin);
+  *found = lib != NULL;
+  if (lib == NULL) {
+    return KPACK_SUCCESS;
+  }
+  CUresult r = d->library_get_kernel(kernel, lib, k->entry);
+  *cu = r;
+  if (r != CUDA_SUCCESS) {
+    kpack_status s = kpack_rt_fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")", name_of(k), k->entry);
+    kpack_rt_append_memory_info(d, r, dev);
+    return s;
+  }
+  return KPACK_SUCCESS;
+}
+
+/*
+ * Hands `lib`, just loaded from k's fatbin, to the shared table; returns
+ * whether it did (if the table cannot grow, the state keeps the library,
+ * and the next specialization of the batch loads its own).
+ */
+static int share_library(const kpack_kernel *k, CUlibrary lib) {
+  blob_library *b = (blob_library *)malloc(sizeof *b);
+  if (b == NULL) {
+    return 0;
+  }
+  b->blob = k->fatbin;
+  b->library = lib;
+  b->next = g_blob_libraries;
+  g_blob_libraries = b;
+  return 1;
+}
+
 /*
  * Slow path of step 1: loads k unless a racing thread already has, and
  * stores the CUkernel in *kernel.  `dev`, the current device, is used in
@@ -401,12 +466,19 @@ static kpack_status ensure_loaded(const kpack_driver *d, const kpack_kernel *k, 
   if (loaded == 0) {
     CUlibrary lib = NULL;
     CUkernel kern = NULL;
+    int shared = 0;
     s = check_descriptor(k);
     if (s == KPACK_SUCCESS) {
+      s = kernel_from_shared_library(d, k, dev, &kern, &cu, &shared);
+    }
+    if (s == KPACK_SUCCESS && !shared) {
       s = load_library(d, k, dev, &lib, &kern, &cu);
+      if (s == KPACK_SUCCESS && share_library(k, lib)) {
+        lib = NULL; /* the table owns it */
+      }
     }
     if (s == KPACK_SUCCESS) {
-      st->library = lib;
+      st->library = lib; /* NULL when shared: unloaded from the table */
       st->next_loaded = g_loaded;
       g_loaded = st;
       loaded = (uintptr_t)kern;
@@ -1349,7 +1421,8 @@ kpack_status kpack_unload_all(void) {
   const kpack_driver *d = kpack_rt_driver();
   /* Looked up only when there is something to unload (driver.h). */
   kpack_pfn_library_unload library_unload = NULL;
-  if (d != NULL && g_loaded != NULL && (library_unload = kpack_rt_library_unload(d)) == NULL) {
+  if (d != NULL && (g_loaded != NULL || g_blob_libraries != NULL) &&
+      (library_unload = kpack_rt_library_unload(d)) == NULL) {
     /* The libraries stay loaded in the driver; kpack forgets them all the
        same, so the call still leaves the runtime as if never used. */
     first = kpack_rt_fail_missing(KPACK_LAZY_LIBRARY_UNLOAD);
@@ -1366,6 +1439,16 @@ kpack_status kpack_unload_all(void) {
     reset_state(st);
   }
   g_loaded = NULL;
+  blob_library *next_blob = NULL;
+  for (blob_library *b = g_blob_libraries; b != NULL; b = next_blob) {
+    next_blob = b->next;
+    CUresult r = library_unload != NULL ? library_unload(b->library) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS && first == KPACK_SUCCESS) {
+      first = kpack_rt_fail_cu(d, KPACK_ERROR_DRIVER, r, "kpack_unload_all: cuLibraryUnload");
+    }
+    free(b);
+  }
+  g_blob_libraries = NULL;
   /* The next driver may be another (tests switch fakes); read anew. */
   for (int dev = 0; dev < KPACK_MAX_DEVICES; ++dev) {
     atomic_store_explicit(&g_device_cc[dev], 0, memory_order_relaxed);

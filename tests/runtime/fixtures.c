@@ -48,6 +48,8 @@ static const char newer_abi_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_newer_abi:1|
 static const char missing_entry_image[] =
     FAKE_CUDA_FATBIN_MAGIC "kpack_some_other_kernel:1|" SM80_SM90;
 static const char bad_image[] = "this is not a fatbin";
+/* One fatbin holding two specializations' kernels, as a batch's does. */
+static const char batch_image[] = FAKE_CUDA_FATBIN_MAGIC "kpack_batch_a:1|kpack_batch_b:1|" SM80_SM90;
 /* Rewritten by fx_set_probe_archs(), with the archs given there. */
 static char probe_image[256] = FAKE_CUDA_FATBIN_MAGIC "kpack_probe:1|";
 
@@ -59,6 +61,7 @@ static const kpack_blob blobs[FX_COUNT] = {
     [FX_CROSS_ENTROPY] = BLOB(cross_entropy_image), [FX_BIG_SMEM] = BLOB(attention_image),
     [FX_NEWER_ABI] = BLOB(newer_abi_image),       [FX_MISSING_ENTRY] = BLOB(missing_entry_image),
     [FX_BAD_IMAGE] = BLOB(bad_image),             [FX_PROBE] = BLOB(probe_image),
+    [FX_BATCH_A] = BLOB(batch_image),
 };
 
 static const uint32_t sm80_sm90[] = {80, 90};
@@ -91,6 +94,10 @@ static kpack_kernel kernels[FX_COUNT] = {
     [FX_PROBE] = {KPACK_ABI_VERSION, "kernels", "probe", "probe_spec", "kpack_probe",
                   &blobs[FX_PROBE], probe_sass, 0, probe_ptx, 0, probe_sass_text, probe_ptx_text,
                   "debug", &states[FX_PROBE]},
+    SPEC(FX_BATCH_A, "batch", "batch_a", "kpack_batch_a"),
+    /* The same blob as batch_a's: one fatbin for the batch. */
+    [FX_BATCH_B] = {KPACK_ABI_VERSION, "kernels", "batch", "batch_b", "kpack_batch_b", &blobs[FX_BATCH_A],
+                    sm80_sm90, 2, NULL, 0, "sm_80,sm_90", "", "release", &states[FX_BATCH_B]},
 };
 
 kpack_status fx_launch(fx_id id, kpack_stream stream, uint32_t grid_x, uint32_t grid_y,

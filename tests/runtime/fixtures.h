@@ -24,6 +24,8 @@ typedef enum fx_id {
   FX_MISSING_ENTRY,  /* missing_entry_spec: its entry is not in its fatbin */
   FX_BAD_IMAGE,      /* bad_image_spec: its fatbin is not one */
   FX_PROBE,          /* probe_spec: archs set by fx_set_probe_archs(); 1 parameter */
+  FX_BATCH_A,        /* batch_a, batch_b: two specializations compiled in one */
+  FX_BATCH_B,        /* batch, sharing one fatbin; 1 parameter each */
   FX_COUNT
 } fx_id;
 

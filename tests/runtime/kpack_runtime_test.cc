@@ -741,6 +741,49 @@ TEST_CASE("kpack_unload_all unloads every library and the next launch loads agai
   CHECK(fake->kernel_entry(l.function) != nullptr); // a handle of the new library
 }
 
+TEST_CASE("specializations compiled in one batch share one fatbin: it is loaded once, unloaded once",
+          "[launch][unload]") {
+  FakeDriver fake;
+  Args args;
+  REQUIRE(launch(FX_BATCH_A, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryLoadData") == 1);
+  CHECK(fake->last_image() == fx_fatbin_data(FX_BATCH_A));
+  // The second specialization takes its kernel from the same library.
+  REQUIRE(launch(FX_BATCH_B, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryLoadData") == 1);
+  CHECK(fake.count("cuLibraryGetKernel") == 2);
+  CHECK(fake->live_libraries() == 1);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 2});
+  fake_cuda_launch l{};
+  REQUIRE(fake->last_launch(&l) == 1);
+  CHECK(std::string(fake->kernel_entry(l.function)) == "kpack_batch_b");
+  // A specialization with a fatbin of its own still loads its own.
+  REQUIRE(launch(FX_VECTOR_ADD, args) == KPACK_SUCCESS);
+  CHECK(fake->live_libraries() == 2);
+
+  CHECK(kpack_unload_all() == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryUnload") == 2);
+  CHECK(fake->live_libraries() == 0);
+  // Loaded again after the unload, once.
+  REQUIRE(launch(FX_BATCH_B, args) == KPACK_SUCCESS);
+  REQUIRE(launch(FX_BATCH_A, args) == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryLoadData") == 3);
+  CHECK(fake->live_libraries() == 1);
+}
+
+TEST_CASE("racing first launches of a batch's specializations load its fatbin once", "[launch][race]") {
+  FakeDriver fake;
+  std::vector<kpack_status> statuses(16, KPACK_ERROR_INTERNAL);
+  race(16, [&](int i) {
+    Args args;
+    statuses[i] = launch(i % 2 ? FX_BATCH_A : FX_BATCH_B, args);
+  });
+  for (kpack_status st : statuses) CHECK(st == KPACK_SUCCESS);
+  CHECK(fake.count("cuLibraryLoadData") == 1);
+  CHECK(fake->live_libraries() == 1);
+  CHECK(load_counts() == std::pair<uint64_t, uint64_t>{1, 2});
+}
+
 TEST_CASE("kpack_unload_all reports a failed unload and still resets", "[unload]") {
   FakeDriver fake;
   Args args;
