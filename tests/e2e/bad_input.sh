@@ -124,4 +124,14 @@ grep -q '2 units: 2 compiled, 0 from cache (nvcc batches: 1 compiled, 0 from cac
   cmp -s ninja.S out/e2e.S &&
   pass "--ninja none builds the same outputs" || { fail "--ninja none"; cat log; }
 
+
+# 7. Usage errors of the build-cost options: exit 2, one line, word for word.
+for args in "--batch 0|--batch takes specializations per nvcc run, from 1 to 64" \
+            "--batch 65|--batch takes specializations per nvcc run, from 1 to 64" \
+            "--triton-timeout 0|--triton-timeout takes seconds per Triton compile, from 1 to 86400"; do
+  build ${args%%|*}; rc=$?
+  [ $rc -eq 2 ] && [ "$(cat log)" = "kpack: error: ${args#*|}" ] && pass "${args%%|*} is a usage error" ||
+    { fail "${args%%|*} (rc=$rc)"; cat log; }
+done
+
 finish
