@@ -1,10 +1,12 @@
-// compile.h - the compile pass: one nvcc (or Triton) run per unit, through
-// the verified unit cache (unit_cache.h).
+// compile.h - the compile pass: one nvcc run per batch of units (plan.h),
+// one Triton compile per unit, through the verified unit cache
+// (unit_cache.h).
 //
-// A unit is described by a UnitJob, which holds everything its compile
-// needs and nothing that points into the plan, so the same job runs either
-// here, on threads, or in a `kpack step` process that Ninja starts (one
-// Ninja edge per unit, see ninja.h).
+// A compile is described by a UnitJob (a batch: a BatchJob, its own job and
+// its members'), which holds everything it needs and nothing that points
+// into the plan, so the same job runs either here, on threads, or in a
+// `kpack step` process that Ninja starts (one Ninja edge per batch, see
+// ninja.h).
 //
 // A Triton unit's compile is a request to triton_helper.py, answered by
 // the compiler process of a job slot that the build keeps for all its

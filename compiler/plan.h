@@ -1,5 +1,7 @@
 // plan.h - the plan pass: one compile unit per (specialization, arch), each
-// with the exact translation unit, the nvcc flags and a content key.
+// with the exact translation unit, the nvcc flags and a content key; the
+// batches that compile them (several CUDA units of a kernel per nvcc run)
+// and the fatbin groups that pack them.
 #pragma once
 
 #include <string>
