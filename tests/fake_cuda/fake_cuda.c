@@ -200,7 +200,9 @@ __attribute__((unused)) static int device_exists(int device) {
 /* ---- Libraries, kernels, functions ---------------------------------------- */
 
 #define MAX_LIBRARIES 256
-#define MAX_KERNELS_PER_LIBRARY 4
+/* A library of a batch's fatbin holds up to 64 specializations' kernels
+   (kpack's largest `batch:`), all taken from it by the runtime. */
+#define MAX_KERNELS_PER_LIBRARY 64
 #define MAX_ENTRY_NAME 96
 
 /* The CUfunction of a kernel in one device's context. */
