@@ -63,7 +63,7 @@ std::string NinjaEscapePath(const std::string& path) {
 namespace {
 
 // Reads back batch `b`'s step: its units get its binary, or their errors.
-// Returns whether it ran in this build (else it was up to date or failed).
+// Counts it in `stats` when it ran in this build (else it was up to date).
 void ReadBatch(const Plan& plan, size_t b, const std::string& work_dir, const std::string& run, int ninja_code,
                std::vector<CompiledUnit>& compiled, std::vector<std::string>& errors, CompileStats& stats) {
   const Batch& batch = plan.batches[b];
