@@ -215,6 +215,14 @@ bool Exited(pid_t pid, int* status = nullptr) {
   return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z';
 }
 
+// Whether `pid` is a server this process started and has not reaped.  Such
+// a one may be exiting: its command line is already gone, yet it must be
+// waited for, or it stays a zombie.
+bool IsChild(pid_t pid) {
+  std::lock_guard<std::mutex> lock(children_mutex);
+  return std::find(children.begin(), children.end(), pid) != children.end();
+}
+
 // Whether `pid` is a server of the socket `sock`: a pid file may be stale
 // and its number reused by another program, which must not be killed.
 bool IsServerOf(pid_t pid, const std::string& sock) {
@@ -239,7 +247,7 @@ pid_t ReadPid(const std::string& path) {
 
 // Kills the server `pid` of `sock` and waits for it to go.
 void KillServer(pid_t pid, const std::string& sock) {
-  if (pid <= 0 || Exited(pid) || !IsServerOf(pid, sock)) return;
+  if (pid <= 0 || Exited(pid) || (!IsServerOf(pid, sock) && !IsChild(pid))) return;
   // Its process group (it leads one: started with setsid), so that a
   // compiler it was running (ptxas) goes too, rather than burn on.
   if (kill(-pid, SIGKILL) != 0) kill(pid, SIGKILL);
@@ -492,7 +500,7 @@ void StopTritonServers(const std::string& dir) {
   }
   auto deadline = After(kQuitSeconds);
   for (auto& [pid, files] : servers) {
-    while (pid > 0 && !Exited(pid) && IsServerOf(pid, files.sock) && Clock::now() < deadline)
+    while (pid > 0 && !Exited(pid) && (IsServerOf(pid, files.sock) || IsChild(pid)) && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     KillServer(pid, files.sock);
     fs::remove(files.sock, ec);
