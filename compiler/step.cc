@@ -228,9 +228,7 @@ std::optional<UnitResult> ParseUnitResult(const std::string& text) {
 
 int RunStep(const std::string& path, ToolRunner& runner) {
   std::optional<std::string> text = ReadFile(path);
-  llvm::Expected<json::Value> value = text ? json::parse(*text) : llvm::Expected<json::Value>(nullptr);
-  if (!value) llvm::consumeError(value.takeError());
-  const json::Object* request = value ? value->getAsObject() : nullptr;
+  std::optional<json::Object> request = text ? ParseObject(*text) : std::nullopt;
   if (!request) {
     std::cerr << "kpack: error: cannot read step request " << path << "\n";
     return 2;

@@ -363,6 +363,20 @@ static kpack_status check_descriptor(const kpack_kernel *k) {
  * older than the option refuses it with CUDA_ERROR_INVALID_VALUE and gets
  * the plain call instead, whose failure, if any, is the one reported.
  */
+/* k's entry in `lib`; on failure the status names the entry. */
+static kpack_status library_kernel(const kpack_driver *d, const kpack_kernel *k, CUdevice dev, CUlibrary lib,
+                                   CUkernel *kernel, CUresult *cu) {
+  CUresult r = d->library_get_kernel(kernel, lib, k->entry);
+  *cu = r;
+  if (r != CUDA_SUCCESS) {
+    kpack_status s = kpack_rt_fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")",
+                                      name_of(k), k->entry);
+    kpack_rt_append_memory_info(d, r, dev);
+    return s;
+  }
+  return KPACK_SUCCESS;
+}
+
 static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, CUdevice dev,
                                  CUlibrary *library, CUkernel *kernel, CUresult *cu) {
   CUlibraryOption options[1] = {CU_LIBRARY_BINARY_IS_PRESERVED};
@@ -380,12 +394,8 @@ static kpack_status load_library(const kpack_driver *d, const kpack_kernel *k, C
   }
   atomic_fetch_add_explicit(&g_libraries_loaded, 1, memory_order_relaxed);
   CUkernel kern = NULL;
-  r = d->library_get_kernel(&kern, lib, k->entry);
-  *cu = r;
-  if (r != CUDA_SUCCESS) {
-    kpack_status s = kpack_rt_fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")",
-                                      name_of(k), k->entry);
-    kpack_rt_append_memory_info(d, r, dev);
+  kpack_status s = library_kernel(d, k, dev, lib, &kern, cu);
+  if (s != KPACK_SUCCESS) {
     /* Best effort; the lookup error is the one to report.  A driver
        without cuLibraryUnload keeps the library (kpack_unload_all reports
        that driver as too old). */
@@ -419,17 +429,7 @@ static kpack_status kernel_from_shared_library(const kpack_driver *d, const kpac
                                                CUkernel *kernel, CUresult *cu, int *found) {
   CUlibrary lib = library_of_blob(k->fatbin);
   *found = lib != NULL;
-  if (lib == NULL) {
-    return KPACK_SUCCESS;
-  }
-  CUresult r = d->library_get_kernel(kernel, lib, k->entry);
-  *cu = r;
-  if (r != CUDA_SUCCESS) {
-    kpack_status s = kpack_rt_fail_cu(d, load_status(r), r, "%s: cuLibraryGetKernel(\"%s\")", name_of(k), k->entry);
-    kpack_rt_append_memory_info(d, r, dev);
-    return s;
-  }
-  return KPACK_SUCCESS;
+  return lib != NULL ? library_kernel(d, k, dev, lib, kernel, cu) : KPACK_SUCCESS;
 }
 
 /*
