@@ -25,7 +25,7 @@ struct BuildOptions {
   bool allow_outside_root = false;  // let manifests name files outside root
   std::string cuda_root = "/usr/local/cuda";
   std::string python = "python3";   // for Triton kernels
-  std::string triton_helper;        // triton_helper.py; default: beside kpack
+  std::string triton_helper;        // triton_helper.py; default: beside kpack, else ../share/kpack/triton
   std::vector<std::string> python_path;  // Triton kernels' packages (--python-path)
   std::vector<std::string> include_dirs;  // header-only libraries' roots (-I)
   std::string archs;          // "sm_80,sm_90" overrides the manifests

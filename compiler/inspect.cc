@@ -93,6 +93,7 @@ bool InspectFatbins(std::string_view bytes, InspectReport& report, std::string* 
       row.package = id->package;
       row.kernel = id->kernel;
       row.build_mode = id->build_mode;
+      row.triton_version = id->triton_version;
       specs = SplitBatch(id->specialization);
     }
     std::optional<CubinInfo> info;
@@ -256,14 +257,22 @@ std::optional<InspectReport> Inspect(std::string_view bytes, std::string* error,
 }
 
 std::string FormatInspectTable(const InspectReport& r) {
+  // The Triton column only where some image has a recorded Triton: a CUDA
+  // package's table stays as it was.
+  const bool triton = std::any_of(r.rows.begin(), r.rows.end(), [](const InspectRow& x) {
+    return !x.triton_version.empty();
+  });
   std::vector<std::vector<std::string>> cells = {
       {"kernel", "specialization", "arch", "bytes", "regs", "smem", "local", "ptx", "mode", "entry"}};
-  for (const InspectRow& row : r.rows)
+  if (triton) cells[0].insert(cells[0].end() - 1, "triton");
+  for (const InspectRow& row : r.rows) {
     cells.push_back({row.kernel, row.specialization.empty() ? "-" : row.specialization, row.arch,
                      std::to_string(row.size) + (row.compressed ? "z" : ""), Optional(row.registers),
                      Optional(row.static_shared_bytes), Optional(row.local_bytes),
                      row.ptx ? "image" : row.fatbin_has_ptx ? "yes" : "no", row.build_mode,
                      row.entry.empty() ? "-" : row.entry});
+    if (triton) cells.back().insert(cells.back().end() - 1, row.triton_version.empty() ? "-" : row.triton_version);
+  }
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& line : cells)
     for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
@@ -298,6 +307,7 @@ std::string FormatInspectJson(const InspectReport& r) {
     if (row.registers) o["registers"] = static_cast<int64_t>(*row.registers);
     if (row.static_shared_bytes) o["static_shared_bytes"] = static_cast<int64_t>(*row.static_shared_bytes);
     if (row.local_bytes) o["local_bytes"] = static_cast<int64_t>(*row.local_bytes);
+    if (!row.triton_version.empty()) o["triton_version"] = row.triton_version;
     rows.push_back(std::move(o));
   }
   json::Object root{{"file_kind", r.file_kind},

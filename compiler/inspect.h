@@ -30,6 +30,7 @@ struct InspectRow {
   bool compressed = false;     // registers and shared memory then unknown
   std::optional<uint32_t> registers, static_shared_bytes, local_bytes;
   std::string build_mode;      // recorded by kpack, else read from the cubin
+  std::string triton_version;  // a Triton kernel's Triton, as kpack recorded it; "" if none
   bool debug_code = false;     // the cubin itself shows debug code
   std::string entry;           // the kernel function, demangled
                                // ("ns::k<8u, __half>(__half*, int)"); "" if unread

@@ -23,15 +23,20 @@ constexpr const char* kVersion = kpack::kKpackVersion;
 
 int Usage(std::ostream& out, int code);
 
-// triton_helper.py beside the kpack executable (the build copies it there),
-// or in ../share/kpack when installed.
+// triton_helper.py beside the kpack executable (the build tree copies it
+// there), else where `meson install` and the release archive put it:
+// ../share/kpack/triton from the executable's directory, found through
+// /proc/self/exe, so a symlinked or moved prefix works and Make and CMake
+// need no --triton-helper.  The installed path is returned even when it is
+// missing: a Triton package then names it (build.cc), a CUDA one never
+// needs it.
 std::string DefaultTritonHelper() {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "triton_helper.py";
   std::filesystem::path beside = exe.parent_path() / "triton_helper.py";
   if (std::filesystem::exists(beside, ec)) return beside.string();
-  return (exe.parent_path().parent_path() / "share" / "kpack" / "triton_helper.py").string();
+  return (exe.parent_path().parent_path() / "share" / "kpack" / "triton" / "triton_helper.py").string();
 }
 
 // Parses `--name value` / `--name=value` options of build and header.
@@ -269,7 +274,8 @@ int Usage(std::ostream& out, int code) {
          "  --archs LIST            override archs, e.g. sm_80,sm_90\n"
          "  --compress-mode MODE    fatbinary compression: none|speed|balance|size\n"
          "  --python PATH           Python with Triton, for Triton kernels (default python3)\n"
-         "  --triton-helper PATH    triton_helper.py (default: beside kpack)\n"
+         "  --triton-helper PATH    triton_helper.py (default: beside kpack, else\n"
+         "                          ../share/kpack/triton/ from kpack's directory)\n"
          "  --triton-timeout SEC    kill a Triton compile after SEC seconds and retry it\n"
          "                          once (default 600; KPACK_TRITON_TIMEOUT)\n"
          "  --python-path DIR       where Triton kernels' packages are (module: in a\n"

@@ -19,7 +19,9 @@ FatbinJob MakeFatbinJob(const Plan& plan, size_t group_index, const std::vector<
               (group.specs.size() == 1 ? "specialization " + s.NameWithVariant() : "batch " + group.stem);
   job.output = o.work_dir + "/fatbins/" + group.stem + ".fatbin";
   job.argv = {o.toolchain.fatbinary, "-64"};
-  job.argv.push_back("--ident=" + FatbinIdent(o.package, group, s.kernel->BuildMode()));  // what `kpack inspect` names
+  // What `kpack inspect` names and shows.
+  job.argv.push_back("--ident=" + FatbinIdent(o.package, group, s.kernel->BuildMode(),
+                                              s.kernel->language == Language::kTriton ? plan.triton_version : ""));
   if (!o.compress_mode.empty()) job.argv.push_back("--compress-mode=" + o.compress_mode);
   // fatbinary compresses only PTX and debug images unless told otherwise,
   // which would make speed and balance no-ops for SASS-only packages.
@@ -63,7 +65,8 @@ std::string IdentWithSymbols(const std::string& ident, const FatbinJob& job) {
     names += (names.empty() ? "" : "+") + item;
     start = plus + 1;
   }
-  return "kpack:" + parts->package + ":" + parts->kernel + ":" + names + ":" + parts->build_mode;
+  return "kpack:" + parts->package + ":" + parts->kernel + ":" + names + ":" + parts->build_mode +
+         (parts->triton_version.empty() ? "" : ":triton-" + parts->triton_version);
 }
 
 }  // namespace
@@ -114,13 +117,18 @@ void ReportToolError(const SourceLoc& loc, const std::string& error, Diagnostics
   if (newline != std::string::npos) diag.Note(error.substr(newline + 1));
 }
 
-std::string FatbinIdent(const std::string& package, const FatbinGroup& group, const std::string& build_mode) {
+std::string FatbinIdent(const std::string& package, const FatbinGroup& group, const std::string& build_mode,
+                        const std::string& triton_version) {
   std::string names;
   for (const Specialization* s : group.specs) {
     names += (names.empty() ? "" : "+") + s->name;
     if (group.specs.size() > 1) names += "=" + (s->kernel->global_entry ? std::string("?") : s->symbol);
   }
-  return "kpack:" + package + ":" + group.specs.front()->kernel->name + ":" + names + ":" + build_mode;
+  // A version with a ':' (none that Triton has released) would split the
+  // identifier: left out rather than misread.
+  const bool version = !triton_version.empty() && triton_version.find(':') == std::string::npos;
+  return "kpack:" + package + ":" + group.specs.front()->kernel->name + ":" + names + ":" + build_mode +
+         (version ? ":triton-" + triton_version : "");
 }
 
 
@@ -130,8 +138,10 @@ std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident) {
   for (size_t colon; (colon = ident.find(':', start)) != std::string::npos; start = colon + 1)
     parts.push_back(ident.substr(start, colon - start));
   parts.push_back(ident.substr(start));
-  if (parts.size() != 5 || parts[0] != "kpack") return std::nullopt;
-  return FatbinIdentParts{parts[1], parts[2], parts[3], parts[4]};
+  // A sixth part names the Triton of a Triton kernel's fatbin.
+  if (parts.size() < 5 || parts.size() > 6 || parts[0] != "kpack") return std::nullopt;
+  if (parts.size() == 6 && (parts[5].rfind("triton-", 0) != 0 || parts[5].size() == 7)) return std::nullopt;
+  return FatbinIdentParts{parts[1], parts[2], parts[3], parts[4], parts.size() == 6 ? parts[5].substr(7) : ""};
 }
 
 bool PackFatbins(const Plan& plan, const std::vector<CompiledUnit>& compiled, const PackOptions& options,

@@ -73,13 +73,17 @@ std::vector<PackedSpec> DescribePacked(const Plan& plan);
 // The identifier (fatbinary --ident) of a group's fatbin:
 // "kpack:<package>:<kernel>:<specialization>:<build mode>"; for a batch,
 // "<specialization>=<kernel symbol>" of each member joined by '+' (a
-// __global__ instance's symbol is "?" until RunFatbinJob reads it).  It rides in every entry
+// __global__ instance's symbol is "?" until RunFatbinJob reads it); a
+// Triton kernel's ends in ":triton-<version>" of the Triton that compiled
+// it (`triton_version`, "" for a CUDA kernel).  It rides in every entry
 // header, so `kpack inspect` names the blobs it finds in a libkernels.a and
-// shows the mode the build recorded.
-std::string FatbinIdent(const std::string& package, const FatbinGroup& group, const std::string& build_mode);
+// shows the mode and the Triton the build recorded.
+std::string FatbinIdent(const std::string& package, const FatbinGroup& group, const std::string& build_mode,
+                        const std::string& triton_version = "");
 
 struct FatbinIdentParts {
   std::string package, kernel, specialization, build_mode;
+  std::string triton_version;  // "" for a CUDA kernel, or one built before kpack recorded it
 };
 // Splits a FatbinIdent; nullopt for identifiers kpack did not write.
 std::optional<FatbinIdentParts> ParseFatbinIdent(const std::string& ident);

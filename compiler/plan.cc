@@ -320,6 +320,7 @@ void MakeBatches(Plan& plan, const ToolVersions& versions) {
 
 Plan MakePlan(const std::vector<Specialization>& specs, const ToolVersions& versions) {
   Plan plan;
+  plan.triton_version = TritonVersionNumber(versions.triton);
   for (const Specialization& s : specs) {
     const Kernel& k = *s.kernel;
     if (k.language == Language::kTriton) {

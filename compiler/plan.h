@@ -63,6 +63,7 @@ struct Plan {
   std::vector<Batch> batches;     // grouped by fatbin group, archs ascending
   std::vector<FatbinGroup> groups;
   std::vector<size_t> group_of_unit;  // units[i] is packed into groups[group_of_unit[i]]
+  std::string triton_version;     // "3.6.0": the Triton its Triton units are keyed by ("" without)
 };
 
 // "kernel 'k' specialization s (B=1) for sm_90": what messages call a unit.

@@ -179,10 +179,18 @@ std::string ProbeTriton(ToolRunner& runner, TritonTools& tools) {
   return TritonMissingMessage(!r.spawn_error.empty() ? r.spawn_error : r.output);
 }
 
+std::string TritonVersionNumber(const std::string& probed) {
+  const std::string prefix = "triton ";
+  if (probed.rfind(prefix, 0) != 0) return "";
+  size_t end = probed.find_first_of(" \t\r\n", prefix.size());
+  return probed.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+}
+
 std::string TritonMissingMessage(std::string why) {
   while (!why.empty() && why.back() == '\n') why.pop_back();
-  return "Triton kernels need Python 3 with Triton 3.6.0 at build time (" + why +
-         ")\n  install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup)";
+  return std::string("Triton kernels need Python 3 with Triton ") + kTritonVersions + " at build time (" + why +
+         ")\n  install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup, which makes .venv), and "
+         "name that Python with --python (Meson: -Dpython)";
 }
 
 }  // namespace kpack

@@ -54,6 +54,13 @@ struct TritonTools {
 // that says how to install what is missing.
 std::string ProbeTriton(ToolRunner& runner, TritonTools& tools);
 
+// The Triton versions triton_helper.py supports (its SUPPORTED_TRITON).
+inline constexpr const char* kTritonVersions = "3.6 to 3.9";
+
+// "3.6.0" of the helper's `version` line ("triton 3.6.0 python 3.11.7");
+// "" when `probed` is not one.
+std::string TritonVersionNumber(const std::string& probed);
+
 // What to tell a user whose Python cannot run Triton's compiler (`why`).
 std::string TritonMissingMessage(std::string why);
 

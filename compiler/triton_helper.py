@@ -46,8 +46,10 @@ from kpack_jit import KernelSlice, jit_keywords  # noqa: E402
 from kpack_slice import SearchPath, SliceError, Slicer  # noqa: E402
 from kpack_wrappers import describe_autotune, describe_heuristics, describe_params  # noqa: E402
 
-# The Triton versions whose compile API and metadata this helper knows.
-SUPPORTED_TRITON = ("3.6",)
+# The Triton versions whose compile API and metadata this helper knows
+# (docs/manifest.md, "Triton versions and the build's Python", says what
+# differs between them).
+SUPPORTED_TRITON = ("3.6", "3.7", "3.8", "3.9")
 
 
 class HelperError(BaseException):
@@ -75,13 +77,22 @@ def cpu_seconds():
 COMPILE_CPU = [0.0]
 
 
+def supported_range():
+    return "%s to %s" % (SUPPORTED_TRITON[0], SUPPORTED_TRITON[-1])
+
+
 def import_triton():
+    """Triton, once its version is one this helper knows: every command
+    refuses another, whose compile API or metadata may differ silently."""
     try:
         import triton  # noqa: F401
         from triton.backends.compiler import GPUTarget  # noqa: F401
     except Exception as e:  # ImportError, or a broken install
-        fail("cannot import triton (%s: %s)" % (type(e).__name__, e))
-    return sys.modules["triton"]
+        fail("cannot import triton in %s (%s: %s)" % (sys.executable, type(e).__name__, e))
+    triton = sys.modules["triton"]
+    if ".".join(triton.__version__.split(".")[:2]) not in SUPPORTED_TRITON:
+        fail("kpack supports Triton %s; found %s in %s" % (supported_range(), triton.__version__, sys.executable))
+    return triton
 
 
 def make_slicer(request):
@@ -146,9 +157,9 @@ def describe_kernel(request):
 
 
 def describe(request_path, out_path):
+    triton = import_triton()
     with open(request_path) as f:
         request = json.load(f)
-    triton = import_triton()
     kernels = [describe_kernel(k) for k in request["kernels"]]
     with open(out_path, "w") as f:
         json.dump({"triton_version": triton.__version__, "kernels": kernels}, f, sort_keys=True)
@@ -252,9 +263,9 @@ def bind_parameters(fn, request):
 
 
 def compile_kernel(request_path, cubin_path, meta_path):
+    triton = import_triton()
     with open(request_path) as f:
         request = json.load(f)
-    triton = import_triton()
     from triton.backends.compiler import GPUTarget
     fn, inputs, functions = load_kernel(triton, request)
     constexprs = bind_parameters(fn, request)
@@ -268,15 +279,23 @@ def compile_kernel(request_path, cubin_path, meta_path):
             signature[p.name] = "constexpr"
             continue
         param = params[p.name]
+        if param["triton_type"].startswith("tensordesc_im2col<"):
+            fail("%s: parameter '%s' is an im2col tensor descriptor (%s), which kpack does not encode"
+                 % (fn.__name__, p.name, param["triton_type"]))
         signature[p.name] = param["triton_type"]
         if param.get("divisibility") == 16:
             attrs[(index,)] = [["tt.divisibility", 16]]
     options = dict(request.get("options", {}))
     options["debug"] = bool(request.get("debug", False))
+    # Always explicit: Triton's default comes from the environment
+    # (TRITON_DEFAULT_FP_FUSION), and 3.9 warns when it is not given (its
+    # default is to change in 3.10).
+    options.setdefault("enable_fp_fusion", True)
     target = GPUTarget("cuda", int(request["arch"]), 32)
     try:
         backend = triton.compiler.make_backend(target)
         parsed = backend.parse_options(options)
+        check_options(triton, fn, options, parsed, int(request["arch"]))  # a HelperError is not an Exception
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
         started = cpu_seconds()
         try:
@@ -289,7 +308,29 @@ def compile_kernel(request_path, cubin_path, meta_path):
         located = where(e, functions)
         fail("%sTriton failed to compile %s: %s: %s" % (located + "\n" if located else "", fn.__name__,
                                                         type(e).__name__, e))
+    # Triton 3.9's TRITON_FORCE_DISABLE_FP_FUSION overrides even an explicit
+    # request: a cubin other than the one asked for, under the same key.
+    fused = getattr(compiled.metadata, "enable_fp_fusion", options["enable_fp_fusion"])
+    if bool(fused) != bool(options["enable_fp_fusion"]):
+        fail("%s: Triton compiled it with enable_fp_fusion=%s, not the %s kpack asked for: "
+             "TRITON_FORCE_DISABLE_FP_FUSION is set in the environment (unset it, or give the kernel the option "
+             "enable_fp_fusion: false)" % (fn.__name__, bool(fused), bool(options["enable_fp_fusion"])))
     write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path)
+
+
+def check_options(triton, fn, options, parsed, arch):
+    """What parse_options does not say: it drops names its CUDAOptions does
+    not have (they differ between versions), and the environment may
+    override the arch (TRITON_OVERRIDE_ARCH).  Either would give a cubin
+    other than the one asked for."""
+    unknown = sorted(set(options) - set(parsed.__dataclass_fields__))
+    if unknown:
+        fail("%s: Triton %s has no compile option %s; it would ignore %s silently"
+             % (fn.__name__, triton.__version__, ", ".join("'%s'" % u for u in unknown),
+                "it" if len(unknown) == 1 else "them"))
+    if getattr(parsed, "arch", "sm%d" % arch) != "sm%d" % arch:
+        fail("%s: Triton would compile it for %s, not sm_%d: TRITON_OVERRIDE_ARCH is set in the environment "
+             "(unset it)" % (fn.__name__, parsed.arch, arch))
 
 
 # Triton's tensordesc_meta elem_type is the PTX tensormap enum, which
@@ -306,7 +347,11 @@ def descriptor_layouts(fn, md):
     for i, d in enumerate(getattr(md, "tensordesc_meta", None) or []):
         if d.get("fp4_padded"):
             fail("%s: tensor descriptor %d is fp4-padded, which kpack does not encode" % (fn.__name__, i))
-        unknown = set(d) - {"swizzle", "elem_size", "elem_type", "block_size", "fp4_padded"}
+        # Triton 3.8 added is_im2col to every entry: an im2col CUtensorMap
+        # has pixel-box corners and element strides kpack does not encode.
+        if d.get("is_im2col"):
+            fail("%s: tensor descriptor %d is an im2col descriptor, which kpack does not encode" % (fn.__name__, i))
+        unknown = set(d) - {"swizzle", "elem_size", "elem_type", "block_size", "fp4_padded", "is_im2col"}
         if unknown:
             fail("%s: tensor descriptor %d has metadata kpack does not know (%s): this Triton is newer than "
                  "kpack supports" % (fn.__name__, i, ", ".join(sorted(unknown))))
@@ -351,8 +396,6 @@ def write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path):
 
 def version():
     triton = import_triton()
-    if ".".join(triton.__version__.split(".")[:2]) not in SUPPORTED_TRITON:
-        fail("kpack supports Triton %s; found %s" % (", ".join(SUPPORTED_TRITON), triton.__version__))
     print("triton %s python %d.%d.%d" % ((triton.__version__,) + tuple(sys.version_info[:3])))
 
 

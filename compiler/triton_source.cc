@@ -158,6 +158,16 @@ std::optional<std::vector<TritonSourceInfo>> ParseDescribeJson(const std::string
 std::optional<std::vector<TritonSourceInfo>> HelperDescriber::Describe(
     const std::vector<TritonDescribeRequest>& requests, std::string* error) {
   std::error_code ec;
+  // Python's "can't open file" would otherwise read as a missing Triton
+  // (TritonMissingMessage) when it is kpack's own install that is
+  // incomplete: a bin/kpack copied without its share/kpack/triton (main.cc's
+  // default helper path).
+  if (!std::filesystem::is_regular_file(tools_.helper, ec)) {
+    *error = "Triton kernels need kpack's Triton helper, which is not at " + tools_.helper +
+             "\n  install kpack with its share/kpack/triton (meson install, or the release archive),"
+             " or pass --triton-helper PATH";
+    return std::nullopt;
+  }
   std::string pattern = (std::filesystem::temp_directory_path(ec) / "kpack-describe-XXXXXX").string();
   if (ec || !mkdtemp(pattern.data())) {
     *error = "cannot create a temporary directory for triton_helper.py describe";

@@ -97,6 +97,24 @@ TEST_CASE("inspect names kpack's fatbins and shows the recorded mode beside the 
   CHECK(json.find("\"debug_code\": true") != std::string::npos);
 }
 
+TEST_CASE("inspect shows the Triton a Triton kernel's fatbin records") {
+  kpack::InspectReport r = InspectFixture("readers_triton_ident.fatbin");
+  REQUIRE(r.rows.size() == 1);
+  CHECK(r.rows[0].kernel == "tk");
+  CHECK(r.rows[0].triton_version == "3.9.0");
+  std::string table = kpack::FormatInspectTable(r);
+  INFO(table);
+  // The column is there only when an image records a Triton.
+  CHECK(table.rfind("kernel  specialization  arch  ", 0) == 0);
+  CHECK(table.find("  ptx  mode     triton  entry\n") != std::string::npos);
+  CHECK(table.find("  no   release  3.9.0   ") != std::string::npos);
+  CHECK(kpack::FormatInspectJson(r).find("\"triton_version\": \"3.9.0\"") != std::string::npos);
+  kpack::InspectReport cuda = InspectFixture("readers_kpack_ident.fatbin");
+  CHECK(cuda.rows[0].triton_version.empty());
+  CHECK(kpack::FormatInspectTable(cuda).find("triton") == std::string::npos);
+  CHECK(kpack::FormatInspectJson(cuda).find("triton_version") == std::string::npos);
+}
+
 TEST_CASE("fatbin identifiers") {
   std::optional<kpack::FatbinIdentParts> id = kpack::ParseFatbinIdent("kpack:kernels:vector_add:vector_add_f16:debug");
   REQUIRE(id);
@@ -104,8 +122,16 @@ TEST_CASE("fatbin identifiers") {
   CHECK(id->kernel == "vector_add");
   CHECK(id->specialization == "vector_add_f16");
   CHECK(id->build_mode == "debug");
+  CHECK(id->triton_version.empty());
+  id = kpack::ParseFatbinIdent("kpack:kernels:add_triton:add_triton_f16:release:triton-3.6.0");
+  REQUIRE(id);
+  CHECK(id->build_mode == "release");
+  CHECK(id->triton_version == "3.6.0");
   CHECK_FALSE(kpack::ParseFatbinIdent("kpack_readers"));
   CHECK_FALSE(kpack::ParseFatbinIdent("kpack:a:b:c"));
+  CHECK_FALSE(kpack::ParseFatbinIdent("kpack:a:b:c:release:nvcc-13.0"));  // a sixth part only names a Triton
+  CHECK_FALSE(kpack::ParseFatbinIdent("kpack:a:b:c:release:triton-"));
+  CHECK_FALSE(kpack::ParseFatbinIdent("kpack:a:b:c:release:triton-3.6.0:x"));
 }
 
 TEST_CASE("inspect refuses what it cannot read, with the reason") {

@@ -5,7 +5,10 @@
 // the request.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "expand.h"
+#include "pack.h"
 #include "plan.h"
 #include "test_util.h"
 #include "triton.h"
@@ -198,4 +201,27 @@ TEST_CASE("variants: none builds the params as typed, and refuses auto params") 
   CHECK(p.specs.size() == 2);
   LoadTriton(p, "  - {name: x, type: const T*, divisibility: auto}\n  - {name: rows, type: i64}\n", "none");
   CHECK(p.errors == "k.yaml:9:45: error: 'x' asks for a variant, but the kernel says variants: none\n");
+}
+
+TEST_CASE("the Triton version keys Triton units and names their fatbins") {
+  Planned p;
+  LoadTriton(p, "  - {name: x, type: const T*}\n  - {name: rows, type: i64}\n", "none");
+  REQUIRE(p.errors == "");
+  kpack::Plan newer = kpack::MakePlan(p.specs, kpack::ToolVersions{"", "triton 3.9.0 python 3.11.7\n"});
+  CHECK(p.plan.triton_version == "3.6.0");
+  CHECK(newer.triton_version == "3.9.0");
+  REQUIRE(newer.units.size() == p.plan.units.size());
+  for (size_t i = 0; i < newer.units.size(); ++i) {
+    CHECK(newer.units[i].source == p.plan.units[i].source);  // the same request,
+    CHECK(newer.units[i].key != p.plan.units[i].key);        // compiled by another Triton
+    CHECK(newer.units[i].config_key != p.plan.units[i].config_key);
+  }
+  REQUIRE(newer.groups[0].batches.size() == 2);  // sm_80, sm_90
+  kpack::FatbinJob job =
+      kpack::MakeFatbinJob(newer, 0, {"a.cubin", "b.cubin"}, kpack::PackOptions{"demo", "work", "", {}});
+  const std::string ident = "--ident=kpack:demo:k:k_f16:release:triton-3.9.0";
+  CHECK(std::find(job.argv.begin(), job.argv.end(), ident) != job.argv.end());
+  CHECK(kpack::TritonVersionNumber("triton 3.6.0 python 3.11.7") == "3.6.0");
+  CHECK(kpack::TritonVersionNumber("") == "");
+  CHECK(kpack::TritonVersionNumber("python 3.11.7") == "");
 }

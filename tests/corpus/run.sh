@@ -14,16 +14,24 @@
 #
 #   run.sh KPACK CUDA_ROOT PYTHON [CACHE]
 #
-# Without the cache it skips (77), except under CI=true, where .ci/setup has
-# fetched it and its absence is a failure.  KPACK_CORPUS_ARCHS (default
-# sm_90) chooses the archs of the Triton packages: one keeps CI's build time
-# down; the manifests name every arch an engine ships.  The CUDA packages
-# build every arch their manifests name (ALL_ARCHS).
+# PYTHON runs Triton (kpack --python).  Without the cache it skips (77),
+# except under CI=true, where .ci/setup has fetched it and its absence is a
+# failure.  KPACK_CORPUS_ARCHS (default sm_90) chooses the archs of the
+# Triton packages: one keeps CI's build time down; the manifests name every
+# arch an engine ships.  The CUDA packages build every arch their manifests
+# name (ALL_ARCHS).  KPACK_CORPUS_TRITON=VERSION checks that each Triton
+# package's inventory records that Triton (tests/triton/newest.sh);
+# KPACK_CORPUS_UNIT_CACHE is kpack's --cache-dir (default: a fresh one);
+# KPACK_CORPUS_PACKAGES (wheel names, e.g. "liger_kernel fla_core") builds
+# only those.
 set -uo pipefail
 kpack=$(realpath "$1") cuda_root=$2 python=$3
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${4:-${KPACK_CORPUS_CACHE:-$HOME/.cache/kpack/corpus}}
 archs=${KPACK_CORPUS_ARCHS:-sm_90}
+expect_triton=${KPACK_CORPUS_TRITON:-}
+unit_cache=${KPACK_CORPUS_UNIT_CACHE:-}
+only=${KPACK_CORPUS_PACKAGES:-}
 declare -A GOALS=([liger_kernel]=20 [fla_core]=19 [flashinfer_python]=5)
 declare -A MANIFESTS=([liger_kernel]=liger [fla_core]=fla [flashinfer_python]=flashinfer)
 # Include roots (kpack's -I), relative to the cache: CCCL 3.1 first, whose
@@ -54,6 +62,7 @@ for dir in "$cache"/*-*; do
     verify_unchanged "$dir" > /dev/null || { echo "FAILED: $dir is not its wheel's"; status=1; }
     continue
   fi
+  [ -z "$only" ] || [[ " $only " == *" $name "* ]] || continue
   echo "== $name $version ($dir)"
   if ! verify_unchanged "$dir"; then status=1; continue; fi
   package=$here/$manifests/package.yaml
@@ -61,6 +70,7 @@ for dir in "$cache"/*-*; do
   extra=()
   for include in ${INCLUDES[$name]:-}; do extra+=(-I "$cache/$include"); done
   [ -n "${ALL_ARCHS[$name]:-}" ] || extra+=(--archs "$archs")
+  [ -z "$unit_cache" ] || extra+=(--cache-dir "$unit_cache")
   if "$kpack" build "$package" --header "$out/k.h" --launcher "$out/k.c" --asm "$out/k.S" --work-dir "$out/work" \
        --inventory "$out/k.json" --root "$here" --python-path "$dir" --cuda-root "$cuda_root" --python "$python" \
        "${extra[@]}" --quiet -v > "$work/$manifests.log" 2>&1; then
@@ -71,6 +81,15 @@ for dir in "$cache"/*-*; do
       echo "FAILED: the $manifests launchers do not compile"; head -20 "$work/$manifests.cc.log"; status=1
     fi
     packaged=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["kernels"]))' "$out/k.json")
+    # The Triton that compiled a Triton package, as its inventory records it.
+    if [ -n "$expect_triton" ] && grep -q '"language": "triton"' "$out/k.json"; then
+      said=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["toolchain"]["triton"])' "$out/k.json")
+      if [[ "$said" == "triton $expect_triton python "* ]]; then
+        echo "built with $said"
+      else
+        echo "FAILED: the $manifests inventory says it was built with '$said', not Triton $expect_triton"; status=1
+      fi
+    fi
   else
     echo "FAILED: building the $manifests package"
     cat "$work/$manifests.log"

@@ -11,6 +11,8 @@
 # at another relative path from it.
 #
 #   reproducible.sh KPACK_SOURCE_DIR KPACK_EXE [PYTHON]
+#
+# PYTHON runs Triton in both builds (-Dkpack:python; Meson's kpack_python).
 set -euo pipefail
 src=$1 kpack=$(realpath "$2") python=${3:-python3}
 work=$(mktemp -d)
@@ -57,7 +59,8 @@ build_in() {  # build_in DIR BUILD_DIR: a fresh copy of the engine, built in DIR
   mkdir -p "$1/engine/subprojects"
   ln -s "$src" "$1/engine/subprojects/kpack"
   (cd "$1/engine" &&
-   meson setup "$2" -Dkpack:kpack_exe="$kpack" -Dkpack:kpack_cache_dir="$1/cache" >"$1/setup.log" 2>&1 &&
+   meson setup "$2" -Dkpack:kpack_exe="$kpack" -Dkpack:kpack_cache_dir="$1/cache" -Dkpack:python="$python" \
+     >"$1/setup.log" 2>&1 &&
    TRITON_CACHE_DIR="$1/triton-cache" nice meson compile -C "$2" >"$1/compile.log" 2>&1) ||
     { cat "$1/setup.log" "$1/compile.log" | tail -50; exit 1; }
 }
@@ -79,6 +82,9 @@ done
 if [ $triton = yes ]; then
   grep -q '"language": "triton"' "$a/engine.json" || { echo "FAILED: the inventory has no Triton kernel"; exit 1; }
   grep -q '^kpack_status engine_offset_f32_b1024(' "$a/engine_launch.c" || { echo "FAILED: no Triton launcher"; exit 1; }
+  # The subproject compiled it with PYTHON's Triton (-Dkpack:python).
+  grep -qF "\"triton\": \"$("$python" "$src/compiler/triton_helper.py" version)\"" "$a/engine.json" ||
+    { echo "FAILED: the inventory does not name $python's Triton"; grep '"triton"' "$a/engine.json"; exit 1; }
 fi
 head -c 8 "$a/libengine.a" | grep -q '^!<arch>' || { echo "FAILED: libengine.a is not a plain archive"; exit 1; }
 ar t "$a/libengine.a" | grep -q kpack_runtime.c.o || { echo "FAILED: libengine.a lacks the runtime"; exit 1; }

@@ -135,7 +135,7 @@ wait_for "the scheduler does not listen on 127.0.0.1:$scheduler_port" listening 
 servers=2
 for i in $(seq $servers); do
   port=$(free_port)
-  token=$("$sccache_dist" auth generate-jwt-hs256-server-token --secret-key "$secret_key" \
+  token=$("$sccache_dist" auth generate-jwt-hs256-server-token --secret-key="$secret_key" \
           --server "127.0.0.1:$port") || die "sccache-dist auth generate-jwt-hs256-server-token"
   mkdir -p "server$i/toolchains" "server$i/build"
   cat > "server$i.conf" <<EOF

@@ -227,13 +227,30 @@ fi
 write_package
 
 # 6. No Python (or no Triton): say how to install it.
+install_hint="  install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup, which makes .venv), and name that Python with --python (Meson: -Dpython)"
 build --python /nonexistent/python3; rc=$?
-if [ $rc -eq 1 ] && grep -q "^m/add.yaml:1:9: error: Triton kernels need Python 3 with Triton 3.6.0 at build time (cannot run /nonexistent/python3: No such file or directory)$" log \
-   && grep -q "install it with: python3 -m pip install triton==3.6.0 (or run .ci/setup)" log; then
+if [ $rc -eq 1 ] && grep -qxF "m/add.yaml:1:9: error: Triton kernels need Python 3 with Triton 3.6 to 3.9 at build time (cannot run /nonexistent/python3: No such file or directory)" log \
+   && grep -qxF "$install_hint" log && [ ! -e out ]; then
   pass "missing Python: how to install it"
 else
   fail "missing python (rc=$rc)"; cat log
 fi
+
+# 6a. A Triton outside 3.6 to 3.9 (a stand-in package first on the path):
+# refused with the range and the Python, before anything is compiled.
+mkdir -p fake/triton/backends
+printf '__version__ = "3.10.0"\n' > fake/triton/__init__.py
+: > fake/triton/backends/__init__.py
+printf 'class GPUTarget:\n    pass\n' > fake/triton/backends/compiler.py
+executable=$("$python" -c 'import sys; print(sys.executable)')
+PYTHONPATH=$PWD/fake build; rc=$?
+if [ $rc -eq 1 ] && grep -qxF "m/add.yaml:1:9: error: Triton kernels need Python 3 with Triton 3.6 to 3.9 at build time (kpack supports Triton 3.6 to 3.9; found 3.10.0 in $executable)" log \
+   && grep -qxF "$install_hint" log && [ ! -e out ]; then
+  pass "Triton 3.10: refused, naming the supported range and the Python"
+else
+  fail "unsupported Triton (rc=$rc)"; cat log
+fi
+rm -rf fake
 
 # 6b. The debug guard on a Triton kernel: `debug: true` (Triton's debug=True)
 # is refused in a release build at the key, writing nothing; allowed, it is
@@ -254,9 +271,10 @@ if [ $rc -eq 0 ] && grep -q '"debug":true' work/units/add_f16_b1024_w4.sm_80.jso
    && grep -q '"num_debug_specializations": 1' out/tk.json && grep -q '"build_mode": "debug"' out/tk.json \
    && ! grep -q '"build_mode": "release"' out/tk.json && grep -q 'info->build_mode = "debug";' out/tk.c \
    && cc -c out/tk.S -o fatbins.o && "$kpack" inspect fatbins.o > inspect.txt \
-   && awk 'NR == 2 { exit !($1 == "add" && $2 == "add_f16_b1024_w4" && $3 == "sm_80" && $9 == "debug") }' inspect.txt \
+   && awk -v v="$("$python" -c 'import triton; print(triton.__version__)')" \
+        'NR == 1 { h = ($10 == "triton") } NR == 2 { exit !(h && $1 == "add" && $2 == "add_f16_b1024_w4" && $3 == "sm_80" && $9 == "debug" && $10 == v) }' inspect.txt \
    && grep -q "1 DEBUG images (slow)" inspect.txt; then
-  pass "allowed, a Triton debug kernel builds with debug=True and is recorded as debug (inventory, build_info, inspect)"
+  pass "allowed, a Triton debug kernel builds with debug=True and is recorded as debug (inventory, build_info, inspect, which shows its Triton)"
 else
   fail "Triton debug allowed (rc=$rc)"; cat log; cat out/tk.json inspect.txt 2>/dev/null
 fi

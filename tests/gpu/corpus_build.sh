@@ -5,21 +5,24 @@
 # it), and P.json is kpack's inventory, which the harness reads the
 # launchers' signatures from.
 #
-#   corpus_build.sh KPACK OUT_DIR [CACHE] [ARCHS]
+#   corpus_build.sh KPACK OUT_DIR [CACHE] [ARCHS] [PYTHON]
 #
 # CACHE is the corpus cache (tests/corpus/fetch.sh); ARCHS defaults to the
-# manifests' own.
+# manifests' own; PYTHON runs Triton (default: the source root's .venv, else
+# python3), and corpus_parity.py must run with the same Triton.
 set -euo pipefail
 kpack=$(realpath "$1") out=$(mkdir -p "$2" && cd "$2" && pwd)
 cache=${3:-${KPACK_CORPUS_CACHE:-$HOME/.cache/kpack/corpus}}
 archs=${4:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
+python=${5:-python3}
+[ -n "${5:-}" ] || [ ! -x "$root/.venv/bin/python3" ] || python=$root/.venv/bin/python3
 declare -A WHEELS=([liger]=liger_kernel-0.8.5 [fla]=fla_core-0.6.0)
 for package in liger fla; do
   [ -f "$root/tests/corpus/$package/package.yaml" ] || continue
   work=$out/$package.kpack
   "$kpack" build "$root/tests/corpus/$package/package.yaml" --root "$root/tests/corpus" \
-    --python-path "$cache/${WHEELS[$package]}" --header "$work/$package.h" --launcher "$work/${package}_launch.c" \
+    --python-path "$cache/${WHEELS[$package]}" --python "$python" --header "$work/$package.h" --launcher "$work/${package}_launch.c" \
     --asm "$work/${package}_fatbins.S" --work-dir "$work" --inventory "$out/$package.json" \
     ${archs:+--archs "$archs"} --quiet -v
   cc -shared -fPIC -O2 -std=c11 -I "$work" -I "$root/runtime" -I /usr/local/cuda/include \

@@ -264,6 +264,14 @@ def main(argv):
     results, failed, ratios = [], 0, []
     for package in packages:
         lib = Library(args.lib_dir, package)
+        # Bit parity holds only against the JIT of the Triton that built it.
+        built = lib.inventory.get("toolchain", {}).get("triton", "")
+        here = __import__("triton").__version__
+        if built and not built.startswith("triton %s " % here):
+            print("FAIL %s was built with %s; this Python (%s) has Triton %s: run this script with the build's "
+                  "Triton" % (package, built, sys.executable, here))
+            failed += 1
+            continue
         for case in load_cases(package):
             line = {"package": package, "kernel": case["kernel"], "shape": case["shape"]}
             try:

@@ -1216,6 +1216,16 @@ def check_aot(spec, info, lib):
     return problems
 
 
+def library_triton_versions(path):
+    """The Triton versions the library's Triton fatbins were compiled with:
+    kpack's fatbin identifiers end in ":triton-<version>" (compiler/pack.h
+    FatbinIdent), and fatbinary stores them uncompressed."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return {m.group(1).decode() for m in
+            re.finditer(rb"kpack:[^:\x00]+:[^:\x00]+:[^:\x00]+:(?:release|debug):triton-([0-9A-Za-z.+_-]+)", data)}
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1239,6 +1249,16 @@ def main(argv):
         lib = Library(args.lib, package.prefix)
     except (OSError, AttributeError, ParityError) as e:
         print("FAIL cannot use %s: %s" % (args.lib, e))
+        print("0 passed, 1 failed")
+        return 1
+    # Bit parity, and --check-aot's SASS, hold only against the Triton that
+    # compiled the library.
+    built = library_triton_versions(args.lib)
+    here = importlib.util.find_spec("triton") and __import__("triton").__version__
+    if built and here and built != {here}:
+        print("FAIL %s was built with Triton %s; this Python (%s) has Triton %s: run this script with the "
+              "build's Python (Meson's -Dpython; PYTHONPATH may put another Triton first)"
+              % (args.lib, ", ".join(sorted(built)), sys.executable, here))
         print("0 passed, 1 failed")
         return 1
     specs, failures = cross_check(package, lib)
@@ -1274,9 +1294,9 @@ def main(argv):
     print("seed %d (reproduce with --seed %d); device 0: %s (sm_%d%d); torch %s, triton %s, python %s"
           % (seed, seed, props.name, props.major, props.minor, torch.__version__, triton.__version__,
              sys.version.split()[0]))
-    if triton.__version__ != "3.6.0":
-        print("note: kpack builds Triton kernels with Triton 3.6.0 (compiler/triton.cc); "
-              "this is %s" % triton.__version__)
+    if not library_triton_versions(args.lib):
+        print("note: %s does not record the Triton it was built with (kpack before issue 19); this is %s"
+              % (args.lib, triton.__version__))
     sys.stdout.flush()
 
     runner = Runner(args, package, lib, torch)

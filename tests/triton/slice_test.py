@@ -292,8 +292,8 @@ class HelperTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def run_helper(self, *args):
-        return subprocess.run([sys.executable, HELPER] + list(args), capture_output=True, text=True)
+    def run_helper(self, *args, env=None):
+        return subprocess.run([sys.executable, HELPER] + list(args), capture_output=True, text=True, env=env)
 
     def request(self, entry, **extra):
         r = {"source": self.source, "source_name": "pkg/ops/kernels.py", "entry": entry,
@@ -307,12 +307,21 @@ class HelperTest(unittest.TestCase):
             json.dump(r, f)
         return path
 
-    def compile(self, request):
+    def compile(self, request, env=None):
         cubin, meta = os.path.join(self.root, "out.cubin"), os.path.join(self.root, "out.meta")
-        result = self.run_helper("compile", request, cubin, meta)
+        result = self.run_helper("compile", request, cubin, meta, env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
+        # Nothing printed: no warning (Triton 3.9 warns when enable_fp_fusion
+        # is not given) reaches the output kpack shows.
+        self.assertEqual(result.stderr, "")
         with open(cubin, "rb") as f, open(meta) as g:
             return f.read(), json.load(g)
+
+    def compile_error(self, request, env=None):
+        result = self.run_helper("compile", request, os.path.join(self.root, "c"), os.path.join(self.root, "m"),
+                                 env=env)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        return result.stderr
 
     def test_describe(self):
         path = os.path.join(self.root, "describe.json")
@@ -376,6 +385,92 @@ class HelperTest(unittest.TestCase):
         self.assertEqual(result.stderr, "pkg/ops/kernels.py:45:43: 'torch' (used by 'uses_torch') is module 'torch' "
                                         "(imported at pkg/ops/kernels.py:1:1), which kpack does not import; load: "
                                         "execute in the manifest runs the kernel's module instead\n")
+
+    def test_every_command_refuses_another_triton(self):
+        """A stand-in Triton of another version, first on the path: every
+        command refuses it before reading its request."""
+        fake = os.path.join(self.root, "fake")
+        write_package(fake, {"triton/__init__.py": "",
+                             "triton/backends/__init__.py": "",
+                             "triton/backends/compiler.py": "class GPUTarget:\n    pass\n"})
+        for version in ("3.5.1", "3.10.0"):
+            with open(os.path.join(fake, "triton", "__init__.py"), "w") as f:
+                f.write("__version__ = %r\n" % version)
+            env = dict(os.environ, PYTHONPATH=fake)
+            for args in (["version"], ["describe", "r.json", "o.json"], ["compile", "r.json", "c", "m"],
+                         ["serve", os.path.join(self.root, "s.sock")]):
+                result = self.run_helper(*args, env=env)
+                self.assertEqual((result.returncode, result.stderr),
+                                 (1, "kpack supports Triton 3.6 to 3.9; found %s in %s\n" % (version, sys.executable)),
+                                 args)
+        with open(os.path.join(fake, "triton", "__init__.py"), "w") as f:
+            f.write("raise ImportError('a broken install')\n")
+        result = self.run_helper("version", env=dict(os.environ, PYTHONPATH=fake))
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "cannot import triton in %s (ImportError: a broken install)\n" % sys.executable))
+
+    def test_version(self):
+        import triton
+        result = self.run_helper("version")
+        self.assertEqual(result.stdout, "triton %s python %d.%d.%d\n" % ((triton.__version__,) + sys.version_info[:3]))
+
+    def test_fp_fusion_is_asked_for_explicitly(self):
+        """enable_fp_fusion goes to Triton in every request (True unless the
+        manifest says otherwise), so the environment's default does not
+        change the cubin; Triton 3.9's TRITON_FORCE_DISABLE_FP_FUSION, which
+        overrides it, is an error."""
+        import triton
+        plain, _ = self.compile(self.request("scale"))
+        env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="0")
+        self.assertEqual(self.compile(self.request("scale"), env=env)[0], plain)
+        unfused, _ = self.compile(self.request("scale", options={"num_warps": 4, "num_stages": 3,
+                                                                 "enable_fp_fusion": False}))
+        self.assertNotEqual(unfused, plain)
+        env = dict(os.environ, TRITON_FORCE_DISABLE_FP_FUSION="1")
+        if tuple(int(v) for v in triton.__version__.split(".")[:2]) >= (3, 9):
+            self.assertEqual(self.compile_error(self.request("scale"), env=env),
+                             "scale: Triton compiled it with enable_fp_fusion=False, not the True kpack asked for: "
+                             "TRITON_FORCE_DISABLE_FP_FUSION is set in the environment (unset it, or give the kernel "
+                             "the option enable_fp_fusion: false)\n")
+        else:  # not a knob before 3.9
+            self.assertEqual(self.compile(self.request("scale"), env=env)[0], plain)
+
+    def test_options_triton_would_drop_or_override(self):
+        import triton
+        request = self.request("scale", options={"num_warps": 4, "num_stages": 3, "no_such_option": 1})
+        self.assertEqual(self.compile_error(request), "scale: Triton %s has no compile option 'no_such_option'; it "
+                                                      "would ignore it silently\n" % triton.__version__)
+        self.assertEqual(self.compile_error(self.request("scale"), env=dict(os.environ, TRITON_OVERRIDE_ARCH="sm80")),
+                         "scale: Triton would compile it for sm80, not sm_90: TRITON_OVERRIDE_ARCH is set in the "
+                         "environment (unset it)\n")
+
+    def test_im2col_descriptors_are_refused(self):
+        """Triton 3.8's im2col tensor descriptors: a param of that type, and
+        metadata that says is_im2col (3.8 adds the key to every descriptor,
+        False for a tiled one)."""
+        request = self.request("scale", params=[
+            {"name": "x_ptr", "triton_type": "tensordesc_im2col<fp32[64, 64],input_rank=4>"},
+            {"name": "y_ptr", "triton_type": "*fp32"}, {"name": "n", "triton_type": "i32"}])
+        self.assertEqual(self.compile_error(request), "scale: parameter 'x_ptr' is an im2col tensor descriptor "
+                                                      "(tensordesc_im2col<fp32[64, 64],input_rank=4>), which kpack "
+                                                      "does not encode\n")
+        import types
+        import triton_helper
+
+        def k():
+            pass
+        tiled = {"swizzle": 3, "elem_size": 2, "elem_type": 6, "block_size": [64, 64], "fp4_padded": False}
+        for meta in (tiled, dict(tiled, is_im2col=False)):
+            self.assertEqual(triton_helper.descriptor_layouts(k, types.SimpleNamespace(tensordesc_meta=[meta])),
+                             [{"data_type": 6, "elem_bytes": 2, "box": [64, 64], "swizzle": 3}])
+        with self.assertRaises(triton_helper.HelperError) as e:
+            triton_helper.descriptor_layouts(k, types.SimpleNamespace(tensordesc_meta=[dict(tiled, is_im2col=True)]))
+        self.assertEqual(e.exception.message, "k: tensor descriptor 0 is an im2col descriptor, which kpack does not "
+                                              "encode")
+        with self.assertRaises(triton_helper.HelperError) as e:
+            triton_helper.descriptor_layouts(k, types.SimpleNamespace(tensordesc_meta=[dict(tiled, lut=1)]))
+        self.assertEqual(e.exception.message, "k: tensor descriptor 0 has metadata kpack does not know (lut): this "
+                                              "Triton is newer than kpack supports")
 
     def test_defaults_and_floats(self):
         # SQUARE takes its default (False) when the request leaves it out.
