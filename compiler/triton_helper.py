@@ -394,9 +394,33 @@ def write_outputs(triton, fn, compiled, request, inputs, cubin_path, meta_path):
         json.dump(meta, f, sort_keys=True)
 
 
+# Environment variables that may change what triton.compile produces:
+# every TRITON_* (TRITON_PTXAS_PATH, TRITON_LIBDEVICE_PATH,
+# TRITON_KERNEL_OVERRIDE, TRITON_F32_DEFAULT, ...) and LLVM's optimization
+# switch, less the ones known to change only where files go or what is
+# printed.  Set ones are part of `version`'s line, which kpack puts in every
+# Triton unit's cache key and compiler-server identity: a build with another
+# ptxas never reuses a cubin, and the inventory names the override.
+CODEGEN_ENV_PREFIXES = ("TRITON_",)
+CODEGEN_ENV_NAMES = ("DISABLE_LLVM_OPT", "DISABLE_MMA_V3", "DISABLE_MMA_V5")
+NON_CODEGEN_ENV = frozenset((
+    "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR", "TRITON_BACKENDS_IN_TREE",
+    "TRITON_PRINT_AUTOTUNING", "TRITON_INTERPRET", "TRITON_CACHE_MANAGER", "TRITON_REMOTE_CACHE_BACKEND",
+    "TRITON_ALWAYS_COMPILE", "TRITON_STORE_BINARY_ONLY", "TRITON_KERNEL_DUMP",
+    "TRITON_DUMP_PTXAS_LOG", "TRITON_PTXAS_VERBOSE"))
+
+
+def codegen_environment():
+    """`NAME=value` of each set variable that may change the code, sorted."""
+    names = [n for n in os.environ
+             if (n.startswith(CODEGEN_ENV_PREFIXES) or n in CODEGEN_ENV_NAMES) and n not in NON_CODEGEN_ENV]
+    return ["%s=%s" % (n, os.environ[n]) for n in sorted(names)]
+
+
 def version():
     triton = import_triton()
-    print("triton %s python %d.%d.%d" % ((triton.__version__,) + tuple(sys.version_info[:3])))
+    print(" ".join(["triton %s python %d.%d.%d" % ((triton.__version__,) + tuple(sys.version_info[:3]))]
+                   + codegen_environment()))
 
 
 # ---- serve -------------------------------------------------------------------------------

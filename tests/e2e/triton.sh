@@ -279,6 +279,20 @@ else
   fail "Triton debug allowed (rc=$rc)"; cat log; cat out/tk.json inspect.txt 2>/dev/null
 fi
 
+# 6c. An environment variable that may change Triton's code (here its ptxas,
+# the one Triton would use anyway) is part of the helper's identity line:
+# of every Triton unit's cache key (tests/compiler/plan_test.cc) and of the
+# inventory, which names it; one that only moves files is not.
+write_package
+sed -i 's/archs: \[sm_80, sm_90\]/archs: [sm_80]/' m/kpack.yaml
+ptxas=$("$python" -c 'import os, triton; print(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas"))')
+TRITON_PTXAS_PATH=$ptxas TRITON_CACHE_DIR=$PWD/tcache build --inventory out/tk.json; rc=$?
+if [ $rc -eq 0 ] && grep -q "\"triton\": \"triton [0-9.]* python [0-9.]* TRITON_PTXAS_PATH=$ptxas\"" out/tk.json; then
+  pass "TRITON_PTXAS_PATH is part of the Triton identity (cache keys, inventory); TRITON_CACHE_DIR is not"
+else
+  fail "Triton codegen environment (rc=$rc)"; cat log; grep -A3 toolchain out/tk.json
+fi
+
 # 7. Device-side TMA descriptors need Triton's global scratch memory: the
 # launcher asks the runtime for Triton's figure per program, right before
 # the launch (tests/e2e/tma.sh and tests/runtime/tma_launch_test.cc go
