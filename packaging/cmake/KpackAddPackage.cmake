@@ -26,6 +26,12 @@
 #     [ALLOW_DEBUG_KERNELS]      accept debug kernels no manifest allows (the
 #                                default for CMAKE_BUILD_TYPE=Debug only)
 #     [ALLOW_STALE_TUNING]       --allow-stale-tuning
+#     [TUNER <name>]             also build the package's tuning harness, the
+#                                executable <name> (docs/tuning.md): the tables
+#                                `kpack build --tuner` writes, kpack's
+#                                kpack_tune_main.c and the package's library;
+#                                `kpack tune <package.yaml> --tuner <its path>`
+#                                runs it on a GPU machine
 #     [EXTRA_ARGS <arg>...])     anything else for `kpack build`, as given
 #
 # Relative paths: the package file, INCLUDE_DIRS, PYTHON_PATH and ROOT are
@@ -68,14 +74,14 @@ set(KPACK_PYTHON "" CACHE FILEPATH "Python with Triton, for Triton kernels (empt
 find_program(KPACK_NINJA NAMES ninja ninja-build DOC "Ninja for kpack's units (not found: kpack runs them on threads)")
 
 # _kpack_import(EXECUTABLE <path> TRITON_HELPER <path> RUNTIME_DIR <dir>
-#               VERSION <x.y.z> [BUILD_TARGET <target>] [GLOBAL])
+#               TUNE_DIR <dir> VERSION <x.y.z> [BUILD_TARGET <target>] [GLOBAL])
 # Defines the imported executable kpack::kpack; kpack_add_package reads the
 # helper, the runtime and the target that builds kpack (if any) from its
 # properties, so it needs no variables from the scope that found kpack.
 # GLOBAL for add_subdirectory, whose imported targets would otherwise stay
 # in kpack's own directory.
 function(_kpack_import)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "GLOBAL" "EXECUTABLE;TRITON_HELPER;RUNTIME_DIR;VERSION;BUILD_TARGET" "")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "GLOBAL" "EXECUTABLE;TRITON_HELPER;RUNTIME_DIR;TUNE_DIR;VERSION;BUILD_TARGET" "")
   if(TARGET kpack::kpack)
     return()
   endif()
@@ -88,6 +94,7 @@ function(_kpack_import)
     IMPORTED_LOCATION "${arg_EXECUTABLE}"
     KPACK_TRITON_HELPER "${arg_TRITON_HELPER}"
     KPACK_RUNTIME_DIR "${arg_RUNTIME_DIR}"
+    KPACK_TUNE_DIR "${arg_TUNE_DIR}"
     KPACK_VERSION "${arg_VERSION}"
     KPACK_BUILD_TARGET "${arg_BUILD_TARGET}")
 endfunction()
@@ -127,7 +134,7 @@ function(kpack_add_package target manifest)
   set(caller "kpack_add_package(${target})")
   cmake_parse_arguments(PARSE_ARGV 2 arg
     "ALLOW_DEBUG_KERNELS;ALLOW_STALE_TUNING"
-    "HEADER;COMPRESS;CACHE_DIR;LAUNCHER;JOBS;JOB_MEMORY;BATCH;PYTHON;ROOT"
+    "HEADER;COMPRESS;CACHE_DIR;LAUNCHER;JOBS;JOB_MEMORY;BATCH;PYTHON;ROOT;TUNER"
     "ARCHS;INCLUDE_DIRS;PYTHON_PATH;EXTRA_ARGS")
   if(arg_UNPARSED_ARGUMENTS)
     list(JOIN arg_UNPARSED_ARGUMENTS " " unknown)
@@ -163,6 +170,13 @@ function(kpack_add_package target manifest)
   set(asm "${out}/${target}_fatbins.S")
   set(inventory "${out}/${target}.json")
   set(depfile "${out}/${target}.d")
+  set(outputs "${header}" "${launcher}" "${asm}" "${inventory}")
+  set(tuner_args "")
+  if(arg_TUNER)
+    set(tuner_tables "${out}/${target}_tune.c")
+    list(APPEND outputs "${tuner_tables}")
+    set(tuner_args --tuner "${tuner_tables}")
+  endif()
   set(work "${out}/work")
 
   if(NOT arg_ROOT)
@@ -245,9 +259,9 @@ function(kpack_add_package target manifest)
   cmake_path(RELATIVE_PATH manifest BASE_DIRECTORY "${arg_ROOT}" OUTPUT_VARIABLE shown)
   file(MAKE_DIRECTORY "${out}/include")
   add_custom_command(
-    OUTPUT "${header}" "${launcher}" "${asm}" "${inventory}"
+    OUTPUT ${outputs}
     COMMAND kpack::kpack build "${manifest}"
-            --header "${header}" --launcher "${launcher}" --asm "${asm}" --inventory "${inventory}"
+            --header "${header}" --launcher "${launcher}" --asm "${asm}" --inventory "${inventory}" ${tuner_args}
             --work-dir "${work}" --depfile "${depfile}" ${args}
     DEPENDS ${depends}
     DEPFILE "${depfile}"
@@ -272,6 +286,23 @@ function(kpack_add_package target manifest)
     C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON
     KPACK_HEADER "${header}" KPACK_INVENTORY "${inventory}" KPACK_WORK_DIR "${work}"
     KPACK_MANIFEST "${manifest}")
+  if(arg_TUNER)
+    _kpack_tuner("${target}" "${arg_TUNER}" "${tuner_tables}")
+  endif()
+endfunction()
+
+# The tuning harness of a package, as kpack's Meson build makes
+# kernels-tune: the generated tables, the fixed main (which dlopens
+# libcuda.so.1 as the runtime does: cuda.h for its types only) and the
+# package's library.
+function(_kpack_tuner package name tables)
+  get_target_property(tune_dir kpack::kpack KPACK_TUNE_DIR)
+  get_target_property(runtime_dir kpack::kpack KPACK_RUNTIME_DIR)
+  add_executable(${name} "${tables}" "${tune_dir}/kpack_tune_main.c")
+  target_include_directories(${name} PRIVATE "${tune_dir}" "${runtime_dir}" "${KPACK_CUDA_ROOT}/include")
+  set_target_properties(${name} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  find_library(KPACK_LIBM m)
+  target_link_libraries(${name} PRIVATE ${package} $<$<BOOL:${KPACK_LIBM}>:${KPACK_LIBM}>)
 endfunction()
 
 cmake_policy(POP)

@@ -114,6 +114,11 @@ grep -A1 '^build activ.kpack/include/activations.h ' "$nb/build.ninja" | grep -q
 build "$nb" && pass "Ninja builds both packages and the program" || fail "Ninja build"
 run_engine "$nb" 4 "$(built_f32_f16 1 4)"
 build "$nb" && grep -qx 'ninja: no work to do.' log && pass "Ninja: a no-op build runs nothing" || fail "Ninja no-op build"
+# TUNER: the package's tuning harness, which lists the tuning work without a GPU.
+"$nb/linalg-tune" --list > log 2>&1 &&
+  grep -q '^{"kernel":{"name":"axpy",.*"key":\["n"\],"grid":\[\[4096,1048576\]\].*"tuned":\["ITEMS"\],"combos":\["T=f32","T=f16"\],"candidates":\["ITEMS=1","ITEMS=4"\]' log &&
+  pass "TUNER builds the package's tuning harness, whose --list shows axpy's grid and candidates" ||
+  { fail "linalg-tune --list"; cat log; }
 
 mark "$nb"
 sed -i 's/values: \[1, 4\], tag: items/values: [1, 4, 8], tag: items/' "$engine/manifests/axpy.yaml"
