@@ -42,6 +42,16 @@ FatbinJob MakeFatbinJob(const Plan& plan, size_t group_index, const std::vector<
 
 namespace {
 
+// The one spelling of an identifier, whoever made its parts (FatbinIdent,
+// or IdentWithSymbols from a parsed one).  A Triton version with a ':'
+// (none that Triton has released) would split it: left out rather than
+// misread.
+std::string JoinFatbinIdent(const FatbinIdentParts& p) {
+  const bool version = !p.triton_version.empty() && p.triton_version.find(':') == std::string::npos;
+  return "kpack:" + p.package + ":" + p.kernel + ":" + p.specialization + ":" + p.build_mode +
+         (version ? ":triton-" + p.triton_version : "");
+}
+
 // The identifier with each __global__ instance's symbol read from the
 // batch's cubin; unchanged where one is not found (the check pass then
 // reports why).
@@ -65,8 +75,8 @@ std::string IdentWithSymbols(const std::string& ident, const FatbinJob& job) {
     names += (names.empty() ? "" : "+") + item;
     start = plus + 1;
   }
-  return "kpack:" + parts->package + ":" + parts->kernel + ":" + names + ":" + parts->build_mode +
-         (parts->triton_version.empty() ? "" : ":triton-" + parts->triton_version);
+  parts->specialization = names;
+  return JoinFatbinIdent(*parts);
 }
 
 }  // namespace
@@ -124,11 +134,7 @@ std::string FatbinIdent(const std::string& package, const FatbinGroup& group, co
     names += (names.empty() ? "" : "+") + s->name;
     if (group.specs.size() > 1) names += "=" + (s->kernel->global_entry ? std::string("?") : s->symbol);
   }
-  // A version with a ':' (none that Triton has released) would split the
-  // identifier: left out rather than misread.
-  const bool version = !triton_version.empty() && triton_version.find(':') == std::string::npos;
-  return "kpack:" + package + ":" + group.specs.front()->kernel->name + ":" + names + ":" + build_mode +
-         (version ? ":triton-" + triton_version : "");
+  return JoinFatbinIdent({package, group.specs.front()->kernel->name, names, build_mode, triton_version});
 }
 
 
